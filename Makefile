@@ -1,0 +1,121 @@
+# Makefile - builds libsuperpage, the superpage CLI, the tests and the first benchmark.
+# make | make check [SANITIZE=1] | make bench | make install PREFIX=... DESTDIR=...
+
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR = $(PREFIX)/bin
+LIBDIR = $(PREFIX)/lib
+INCDIR = $(PREFIX)/include
+MANDIR = $(PREFIX)/share/man
+PCDIR = $(LIBDIR)/pkgconfig
+
+VERSION := $(shell sed -n 's/^\#define SP_VERSION_STRING "\(.*\)"/\1/p' include/superpage.h)
+SONAME := libsuperpage.so.0
+
+SANITIZE ?= 0
+ifeq ($(SANITIZE),1)
+B ?= build/san
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else
+B ?= build
+SAN :=
+endif
+
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
+ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SAN) -fPIC -D_GNU_SOURCE -Iinclude -Isrc/core
+ALL_LDFLAGS := $(LDFLAGS) $(SAN)
+LIBS := -lpthread
+
+CORE_SRC := $(wildcard src/core/*.c)
+CLI_SRC := $(wildcard src/cli/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_HELP := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
+SYS_SRC := $(wildcard tests/system/test_*.c)
+HELPER_SRC := $(wildcard tests/cli/*.c)
+
+CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
+UNIT_HELP_OBJ := $(UNIT_HELP:%.c=$(B)/obj/%.o)
+UNIT_BIN := $(UNIT_SRC:%.c=$(B)/%)
+SYS_BIN := $(SYS_SRC:%.c=$(B)/%)
+HELPER_BIN := $(HELPER_SRC:%.c=$(B)/%)
+
+LIB_A := $(B)/libsuperpage.a
+LIB_SO := $(B)/$(SONAME)
+CLI := $(B)/superpage
+BENCH := $(B)/bench/membench
+
+all: $(CLI) $(LIB_SO) $(B)/libsuperpage.so $(LIB_A) $(B)/superpage.pc
+
+$(B)/obj/%.o: %.c include/superpage.h $(wildcard src/core/*.h src/cli/*.h tests/*.h tests/unit/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(LIB_A): $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(LIB_SO): $(CORE_OBJ)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/libsuperpage.so: $(LIB_SO)
+	ln -sf $(SONAME) $@
+
+$(CLI): $(CLI_OBJ) $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LIB_A) $(LIBS)
+
+$(B)/superpage.pc: superpage.pc.in include/superpage.h Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< >$@
+
+$(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -o $@ $< $(UNIT_HELP_OBJ) $(LIB_A) $(LIBS)
+
+$(B)/tests/system/%: tests/system/%.c $(LIB_A) tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -o $@ $< $(LIB_A) $(LIBS)
+
+$(B)/tests/cli/%: tests/cli/%.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+
+$(BENCH): bench/membench.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+
+tests: all $(UNIT_BIN) $(SYS_BIN) $(HELPER_BIN)
+
+check: tests
+	@bash tests/run.sh $(B)
+
+bench: all $(BENCH)
+	@mkdir -p $(B)/bench
+	$(BENCH) --setup-pools --rounds 5 --size 1G | tee $(B)/bench/report.txt
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/superpage
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsuperpage.so
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libsuperpage.a
+	install -m 644 include/superpage.h $(DESTDIR)$(INCDIR)/superpage.h
+	install -m 644 $(B)/superpage.pc $(DESTDIR)$(PCDIR)/superpage.pc
+	install -m 644 man/superpage.1 $(DESTDIR)$(MANDIR)/man1/superpage.1
+	install -m 644 man/superpage.3 $(DESTDIR)$(MANDIR)/man3/superpage.3
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/superpage $(DESTDIR)$(LIBDIR)/$(SONAME) \
+		$(DESTDIR)$(LIBDIR)/libsuperpage.so $(DESTDIR)$(LIBDIR)/libsuperpage.a \
+		$(DESTDIR)$(INCDIR)/superpage.h $(DESTDIR)$(PCDIR)/superpage.pc \
+		$(DESTDIR)$(MANDIR)/man1/superpage.1 $(DESTDIR)$(MANDIR)/man3/superpage.3
+
+clean:
+	rm -rf build
+
+.PHONY: all tests check bench install uninstall clean
+.SECONDARY:

@@ -1,0 +1,266 @@
+/* superpage.h - the public API of libsuperpage: discovery, pools, huge allocation, coverage. */
+#ifndef SUPERPAGE_H
+#define SUPERPAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SP_VERSION_MAJOR 0
+#define SP_VERSION_MINOR 1
+#define SP_VERSION_PATCH 0
+#define SP_VERSION_STRING "0.1.0"
+
+/* Conventions: functions returning int give 0 (or a count) on success and a
+ * negative errno value on failure. sp_alloc returns NULL and sets errno.
+ * Nothing here prints, exits, or calls malloc. Everything is thread-safe. */
+
+const char *sp_version(void);
+
+/* ---------- backings: the names are a contract (CLI, env, reports) ---------- */
+
+enum sp_backing {
+	SP_BACKING_AUTO = 0, /* the best rung available now, per size */
+	SP_BACKING_4K,       /* base pages only */
+	SP_BACKING_THP,      /* 2 MiB-aligned anonymous memory + MADV_HUGEPAGE */
+	SP_BACKING_2M,       /* hugetlb 2 MiB pages, reserved at map time */
+	SP_BACKING_1G,       /* hugetlb 1 GiB pages, reserved at map time */
+	SP_BACKING_COUNT
+};
+
+/* "auto", "4k", "thp", "2m", "1g"; "?" for an out-of-range value. */
+const char *sp_backing_name(enum sp_backing b);
+/* Parses a backing name (case-insensitive). -EINVAL if unknown. */
+int sp_backing_parse(const char *s, enum sp_backing *out);
+
+/* ---------- parsing helpers shared by the CLI and the runtime ---------- */
+
+/* "4096", "64K", "2M", "1G", "1T", with an optional "B" or "iB" after the unit.
+ * -EINVAL for bad syntax (signs, spaces, unknown units, empty), -ERANGE on overflow. */
+int sp_parse_size(const char *s, uint64_t *out);
+/* A plain decimal count, no sign, no unit. -EINVAL / -ERANGE as above. */
+int sp_parse_count(const char *s, uint64_t *out);
+/* 1/0, yes/no, on/off, true/false (case-insensitive). -EINVAL otherwise. */
+int sp_parse_bool(const char *s, bool *out);
+/* Writes "2M", "1G", "4K", or a plain byte count when not a whole unit. */
+const char *sp_format_size(uint64_t bytes, char *buf, size_t len);
+
+/* ---------- discovery ---------- */
+
+#define SP_MAX_PAGE_SIZES 8
+#define SP_MAX_NODES 16
+#define SP_MAX_MOUNTS 16
+#define SP_MAX_MTHP 16
+#define SP_MODE_LEN 24
+#define SP_PATH_LEN 256
+
+struct sp_pool {
+	uint64_t page_size;  /* bytes */
+	int node;            /* -1: system-wide */
+	long total;          /* nr_hugepages */
+	long free;           /* free_hugepages */
+	long reserved;       /* resv_hugepages (system-wide only, else -1) */
+	long surplus;        /* surplus_hugepages */
+	long overcommit;     /* nr_overcommit_hugepages (system-wide only, else -1) */
+};
+
+struct sp_node_pools {
+	int node;
+	int n_pools;
+	struct sp_pool pools[SP_MAX_PAGE_SIZES];
+};
+
+struct sp_mthp {
+	uint64_t size;                 /* bytes */
+	char enabled[SP_MODE_LEN];     /* "always", "inherit", "madvise", "never" */
+};
+
+struct sp_khugepaged {
+	char defrag[SP_MODE_LEN];      /* "1"/"0" as sysfs has it */
+	long pages_to_scan, scan_sleep_millisecs, alloc_sleep_millisecs;
+	long max_ptes_none, max_ptes_swap, max_ptes_shared;
+	long full_scans, pages_collapsed;
+};
+
+struct sp_thp {
+	bool present;                  /* /sys/kernel/mm/transparent_hugepage exists */
+	char enabled[SP_MODE_LEN];     /* the selected mode, e.g. "madvise" */
+	char defrag[SP_MODE_LEN];
+	char shmem_enabled[SP_MODE_LEN];
+	uint64_t pmd_size;             /* hpage_pmd_size, bytes */
+	int n_mthp;
+	struct sp_mthp mthp[SP_MAX_MTHP];
+	struct sp_khugepaged khugepaged;
+};
+
+struct sp_mount {
+	char path[SP_PATH_LEN];
+	uint64_t page_size;            /* pagesize= option, else the default huge size */
+};
+
+struct sp_features {
+	bool madv_collapse;            /* madvise(MADV_COLLAPSE) is known to the kernel */
+	bool madv_populate_write;      /* madvise(MADV_POPULATE_WRITE) */
+	bool map_huge_2mb;             /* mmap(MAP_HUGETLB|MAP_HUGE_2MB) accepted */
+	bool map_huge_1gb;             /* mmap(MAP_HUGETLB|MAP_HUGE_1GB) accepted */
+	bool memfd_hugetlb;            /* memfd_create(MFD_HUGETLB) */
+	bool thp_disable_prctl;        /* PR_GET/SET_THP_DISABLE */
+	bool thp_disabled_here;        /* this process has PR_SET_THP_DISABLE set */
+};
+
+struct sp_system {
+	uint64_t base_page_size;
+	uint64_t default_huge_size;    /* Hugepagesize of /proc/meminfo, 0 if none */
+	int n_sizes;                   /* huge page sizes, ascending */
+	uint64_t page_sizes[SP_MAX_PAGE_SIZES];
+	struct sp_pool pools[SP_MAX_PAGE_SIZES];   /* system-wide, same order */
+	int n_nodes;
+	struct sp_node_pools nodes[SP_MAX_NODES];
+	struct sp_thp thp;
+	int n_mounts;
+	struct sp_mount mounts[SP_MAX_MOUNTS];
+	struct sp_features features;
+};
+
+/* Reads everything afresh. Returns 0, or -errno if /sys cannot be read at all. */
+int sp_probe(struct sp_system *out);
+/* Reads one pool. node -1 for system-wide. -ENOENT if that size/node has none. */
+int sp_pool_get(uint64_t page_size, int node, struct sp_pool *out);
+/* Sets nr_hugepages of a pool and reads back what the kernel gave into *got.
+ * Returns 0 if *got == count, -ENOMEM if the kernel gave fewer (a shortfall),
+ * -EACCES/-EPERM without privilege, -ENOENT for a size or node that does not exist. */
+int sp_pool_set(uint64_t page_size, int node, long count, long *got);
+
+/* ---------- allocation ---------- */
+
+/* Flags for sp_alloc. At most one backing flag; none means auto. */
+#define SP_AUTO      0x0u
+#define SP_4K        0x1u
+#define SP_THP       0x2u
+#define SP_2M        0x4u
+#define SP_1G        0x8u
+#define SP_STRICT    0x100u  /* the chosen backing or ENOMEM: never fall down the ladder */
+#define SP_POPULATE  0x200u  /* fault the memory in before returning */
+
+/* Why a rung was left. Counted per rung; see sp_stats. */
+enum sp_fall {
+	SP_FALL_NO_POOL = 0,     /* no pool of that size is configured (total 0) */
+	SP_FALL_POOL_EMPTY,      /* the pool has too few free pages (mmap ENOMEM) */
+	SP_FALL_UNSUPPORTED,     /* the kernel does not offer this page size / THP */
+	SP_FALL_THP_OFF,         /* THP is "never" or disabled for this process */
+	SP_FALL_MADVISE,         /* madvise(MADV_HUGEPAGE) failed */
+	SP_FALL_NOT_HUGE,        /* populated, collapse tried, still on base pages */
+	SP_FALL_MMAP,            /* mmap failed for another reason */
+	SP_FALL_SKIPPED,         /* the rung failed just before; not asked again yet */
+	SP_FALL_COUNT
+};
+const char *sp_fall_name(enum sp_fall f);
+
+/* Maps at least size bytes (rounded up to the page size of the backing used;
+ * hugetlb memory is always reserved at map time, so touching it never SIGBUSes).
+ * Auto picks 1G for blocks of at least 1 GiB where rounding wastes at most 1/8,
+ * 2M otherwise, then THP, then base pages. Alignment: 2 MiB for thp/2m, 1 GiB for
+ * 1g, 4 KiB for 4k. Returns NULL with errno ENOMEM (or EINVAL for bad flags). */
+void *sp_alloc(size_t size, unsigned flags);
+/* Frees a block from sp_alloc. size must be the size asked for (or less).
+ * -EINVAL for a pointer that is not a live block or a size larger than it. */
+int sp_free(void *p, size_t size);
+
+struct sp_block {
+	void *addr;
+	size_t size;               /* as asked */
+	size_t mapped;             /* bytes mapped (rounded) */
+	unsigned flags;            /* as asked */
+	enum sp_backing backing;   /* the rung the block was served from */
+};
+/* Describes the live block that starts at p. -EINVAL if there is none. */
+int sp_block_info(const void *p, struct sp_block *out);
+
+/* What the kernel really did for a range of this process, read from /proc/self/smaps. */
+struct sp_verify {
+	enum sp_backing backing;   /* what the resident pages are: 1g/2m if hugetlb, thp if
+	                              all resident bytes are AnonHugePages, else 4k */
+	uint64_t page_size;        /* KernelPageSize of the mapping(s) */
+	uint64_t rss_bytes;        /* resident bytes, hugetlb included */
+	uint64_t huge_bytes;       /* bytes on huge pages */
+};
+/* Reads smaps for [p, p+len). Whole mappings that overlap the range are counted. */
+int sp_verify_range(const void *p, size_t len, struct sp_verify *out);
+
+struct sp_stats {
+	uint64_t blocks[SP_BACKING_COUNT];        /* blocks served, by backing got */
+	uint64_t bytes[SP_BACKING_COUNT];         /* bytes mapped, by backing got */
+	uint64_t live_blocks;
+	uint64_t falls[SP_BACKING_COUNT][SP_FALL_COUNT]; /* rung left, by reason */
+	uint64_t collapses;                       /* MADV_COLLAPSE calls that succeeded */
+};
+void sp_stats_get(struct sp_stats *out);
+void sp_stats_reset(void);
+/* Re-reads THP modes, pools and features (they can change while a process runs). */
+void sp_refresh(void);
+
+/* ---------- coverage ---------- */
+
+enum sp_region {
+	SP_REGION_HEAP = 0,   /* [heap] */
+	SP_REGION_ANON,       /* private anonymous memory, hugetlb included */
+	SP_REGION_TEXT,       /* executable file mappings */
+	SP_REGION_DATA,       /* other file mappings (data, bss, rodata, files) */
+	SP_REGION_STACK,      /* [stack] */
+	SP_REGION_SHM,        /* shared mappings: SysV, memfd, /dev/zero, hugetlbfs */
+	SP_REGION_OTHER,      /* [vdso], [vvar], [vsyscall] and the like */
+	SP_REGION_COUNT
+};
+const char *sp_region_name(enum sp_region r); /* "heap", "anon", ... */
+
+struct sp_usage {
+	uint64_t bytes;       /* resident, hugetlb included */
+	uint64_t huge_bytes;  /* on huge pages */
+};
+
+struct sp_coverage {
+	pid_t pid;
+	uint64_t rss_bytes;   /* Rss + Private_Hugetlb + Shared_Hugetlb */
+	uint64_t huge_bytes;  /* AnonHugePages + ShmemPmdMapped + FilePmdMapped + *_Hugetlb */
+	uint64_t hugetlb_bytes;
+	uint64_t thp_bytes;   /* AnonHugePages + ShmemPmdMapped + FilePmdMapped */
+	int mappings;
+	struct sp_usage region[SP_REGION_COUNT];
+};
+/* Coverage of a process (pid 0: this one). -ESRCH if it does not exist, -EACCES
+ * if its smaps cannot be read, -EPROTO if what was read is not smaps. */
+int sp_coverage(pid_t pid, struct sp_coverage *out);
+/* coverage.huge_bytes / rss_bytes, 0 when nothing is resident. */
+double sp_coverage_ratio(const struct sp_coverage *c);
+
+/* ---------- options from the environment (SUPERPAGE_*) ---------- */
+
+enum sp_text_mode { SP_TEXT_NO = 0, SP_TEXT_MAIN, SP_TEXT_ALL };
+
+struct sp_options {
+	enum sp_backing backing;   /* SUPERPAGE_BACKING, default auto */
+	uint64_t min;              /* SUPERPAGE_MIN, default 2M */
+	bool heap;                 /* SUPERPAGE_HEAP, default yes */
+	bool stacks;               /* SUPERPAGE_STACKS, default no */
+	bool shm;                  /* SUPERPAGE_SHM, default no */
+	enum sp_text_mode text;    /* SUPERPAGE_TEXT, default no */
+	bool stats;                /* SUPERPAGE_STATS set to yes or a file */
+	char stats_file[SP_PATH_LEN]; /* empty: stderr */
+	int verbose;               /* SUPERPAGE_VERBOSE, 0-3 */
+};
+
+/* Called once per bad value with a one-line message; the default stands. */
+typedef void (*sp_warn_fn)(const char *msg, void *arg);
+void sp_options_default(struct sp_options *o);
+/* Reads SUPERPAGE_* with getenv. Returns the number of warnings given. */
+int sp_options_from_env(struct sp_options *o, sp_warn_fn warn, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SUPERPAGE_H */

@@ -1,0 +1,72 @@
+/* internal.h - what the core's files share with each other and with the unit tests. */
+#ifndef SP_INTERNAL_H
+#define SP_INTERNAL_H
+
+#include "superpage.h"
+#include "os.h"
+
+#define SP_2M_SIZE (2ull << 20)
+#define SP_1G_SIZE (1ull << 30)
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef MAP_HUGE_SHIFT
+#define MAP_HUGE_SHIFT 26
+#endif
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
+#endif
+#ifndef MAP_HUGE_1GB
+#define MAP_HUGE_1GB (30 << MAP_HUGE_SHIFT)
+#endif
+#ifndef MFD_HUGETLB
+#define MFD_HUGETLB 4u
+#endif
+#ifndef PR_SET_THP_DISABLE
+#define PR_SET_THP_DISABLE 41
+#define PR_GET_THP_DISABLE 42
+#endif
+
+/* ---- smaps (coverage.c) ----
+ * Streams an smaps file from fd. Every mapping is added to cov (if not NULL).
+ * If v is not NULL, only mappings overlapping [lo, hi) are added to v.
+ * Returns 0, or -EPROTO if the text is not smaps (no mapping header at all while
+ * there were non-empty lines, or a number too large to be real), -errno on read errors. */
+int sp_smaps_parse(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
+		   struct sp_verify *v);
+/* Classifies one smaps header line's perms and path (path may be ""). */
+enum sp_region sp_region_classify(const char *perms, const char *path);
+
+/* ---- cached view of the machine (probe.c) ----
+ * The allocator asks this, not the kernel. Filled on first use, re-filled by sp_refresh. */
+struct sp_view {
+	uint64_t base_page_size;
+	bool has_2m, has_1g;           /* hugetlb page size present in sysfs */
+	bool thp_present;
+	bool thp_never;                /* enabled == never */
+	struct sp_features features;
+};
+const struct sp_view *sp_view_get(void);
+void sp_view_fill(struct sp_view *v);
+/* sysfs directory of a pool: system-wide if node < 0. */
+int sp_pool_dir(uint64_t page_size, int node, char *buf, size_t len);
+/* Parses "always [madvise] never" into "madvise"; a value without brackets is copied. */
+void sp_mode_selected(const char *text, char *out, size_t len);
+
+/* ---- block registry (registry.c): address -> block, no malloc ---- */
+int sp_registry_add(const struct sp_block *b);          /* -ENOMEM if it cannot grow */
+int sp_registry_find(const void *addr, struct sp_block *out);
+int sp_registry_remove(const void *addr, struct sp_block *out);
+void sp_registry_lock_for_fork(void);
+void sp_registry_unlock_after_fork(void);
+
+/* ---- small string helpers (parse.c) ---- */
+size_t sp_strlcpy(char *dst, const char *src, size_t len);
+/* Parses a decimal uint64 at *s, advancing it. -ERANGE on overflow, -EINVAL if no digit. */
+int sp_scan_u64(const char **s, uint64_t *out);
+
+#endif

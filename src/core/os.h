@@ -1,0 +1,41 @@
+/* os.h - the only door to the kernel: every syscall, sysfs and procfs access of the core. */
+#ifndef SP_OS_H
+#define SP_OS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Every function returns a value >= 0 on success or a negative errno value, and
+ * leaves errno as it found it. Tests replace the table with a fake kernel. */
+struct sp_os {
+	int (*open)(const char *path, int flags, int mode);
+	ssize_t (*read)(int fd, void *buf, size_t len);
+	ssize_t (*write)(int fd, const void *buf, size_t len);
+	int (*close)(int fd);
+	/* getdents64: fills buf with struct linux_dirent64 records, returns bytes. */
+	ssize_t (*getdents)(int fd, void *buf, size_t len);
+	int (*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off, void **out);
+	int (*munmap)(void *addr, size_t len);
+	int (*madvise)(void *addr, size_t len, int advice);
+	int (*memfd_create)(const char *name, unsigned flags);
+	int (*prctl)(int option, unsigned long arg2); /* returns prctl's value */
+	int (*kill0)(pid_t pid);                      /* kill(pid, 0): does it exist */
+	uint64_t (*now_ns)(void);                     /* CLOCK_MONOTONIC */
+	long (*page_size)(void);
+};
+
+extern const struct sp_os sp_os_real;
+/* The table in use. Set only before threads start (tests); NULL restores the real one. */
+extern const struct sp_os *sp_os;
+void sp_os_use(const struct sp_os *os);
+
+/* Helpers over the table: whole-file reads into a caller's buffer (no malloc). */
+/* Reads up to len-1 bytes of a file and NUL-terminates; returns bytes or -errno. */
+ssize_t sp_read_file(const char *path, char *buf, size_t len);
+/* Reads a file holding one decimal number. */
+int sp_read_long(const char *path, long *out);
+/* Writes a string to a file (sysfs style). */
+int sp_write_file(const char *path, const char *s);
+
+#endif
