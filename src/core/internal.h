@@ -11,25 +11,32 @@
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
+
 #ifndef MAP_HUGE_SHIFT
 #define MAP_HUGE_SHIFT 26
 #endif
+
 #ifndef MAP_HUGE_2MB
 #define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
 #endif
+
 #ifndef MAP_HUGE_1GB
 #define MAP_HUGE_1GB (30 << MAP_HUGE_SHIFT)
 #endif
+
 #ifndef MFD_HUGETLB
 #define MFD_HUGETLB 4u
 #endif
+
 #ifndef PR_SET_THP_DISABLE
 #define PR_SET_THP_DISABLE 41
 #define PR_GET_THP_DISABLE 42
 #endif
+
 
 /* ---- smaps (coverage.c) ----
  * Streams an smaps file from fd. Every mapping is added to cov (if not NULL).
@@ -52,6 +59,7 @@ struct sp_view {
 };
 const struct sp_view *sp_view_get(void);
 void sp_view_fill(struct sp_view *v);
+void sp_view_refresh(void);
 /* sysfs directory of a pool: system-wide if node < 0. */
 int sp_pool_dir(uint64_t page_size, int node, char *buf, size_t len);
 /* Parses "always [madvise] never" into "madvise"; a value without brackets is copied. */
@@ -69,4 +77,21 @@ size_t sp_strlcpy(char *dst, const char *src, size_t len);
 /* Parses a decimal uint64 at *s, advancing it. -ERANGE on overflow, -EINVAL if no digit. */
 int sp_scan_u64(const char **s, uint64_t *out);
 
+
+
+/* ---- line reader over the seam (lines.c): no malloc, lines longer than the
+ * buffer are cut (the rest is skipped) and flagged. ---- */
+#define SP_LINE_MAX 8192
+struct sp_lines {
+	int fd;
+	size_t start, end;
+	bool eof;
+	bool cut;           /* the last line returned was longer than SP_LINE_MAX-1 */
+	bool unterminated;  /* the last line returned had no newline (end of file) */
+	char buf[4096];
+	char line[SP_LINE_MAX];
+};
+void sp_lines_init(struct sp_lines *l, int fd);
+/* 1 with *line set (NUL-terminated, no newline), 0 at end, -errno on a read error. */
+int sp_lines_next(struct sp_lines *l, const char **line);
 #endif

@@ -1,0 +1,312 @@
+/* alloc.c - sp_alloc/sp_free: the fallback ladder 1G -> 2M hugetlb -> THP -> base pages,
+ * which counts every fall by reason and remembers a rung that just failed. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define BACKING_FLAGS (SP_4K | SP_THP | SP_2M | SP_1G)
+#define KNOWN_FLAGS (BACKING_FLAGS | SP_STRICT | SP_POPULATE)
+#define SKIP_NS 1000000000ull /* how long a failed hugetlb rung is not asked again */
+#define MAX_SIZE (1ull << 46)
+
+static _Atomic uint64_t st_blocks[SP_BACKING_COUNT], st_bytes[SP_BACKING_COUNT];
+static _Atomic uint64_t st_falls[SP_BACKING_COUNT][SP_FALL_COUNT];
+static _Atomic uint64_t st_live, st_collapses;
+
+/* A hugetlb rung that failed: requests of at least min_size are not tried again
+ * before until_ns, unless a block of that rung is freed first. */
+struct skip {
+	_Atomic uint64_t until_ns;
+	_Atomic uint64_t min_size;
+};
+static struct skip skips[SP_BACKING_COUNT];
+
+static void fall(enum sp_backing rung, enum sp_fall why)
+{
+	atomic_fetch_add_explicit(&st_falls[rung][why], 1, memory_order_relaxed);
+}
+
+static void skip_clear(enum sp_backing rung)
+{
+	atomic_store(&skips[rung].until_ns, 0);
+	atomic_store(&skips[rung].min_size, UINT64_MAX);
+}
+
+static void skip_note(enum sp_backing rung, uint64_t size)
+{
+	uint64_t now = sp_os->now_ns();
+	uint64_t prev_until = atomic_load(&skips[rung].until_ns);
+	uint64_t prev_min = atomic_load(&skips[rung].min_size);
+	atomic_store(&skips[rung].min_size, prev_until > now && prev_min < size ? prev_min : size);
+	atomic_store(&skips[rung].until_ns, now + SKIP_NS);
+}
+
+static bool skip_active(enum sp_backing rung, uint64_t size)
+{
+	uint64_t until = atomic_load(&skips[rung].until_ns);
+	return until && sp_os->now_ns() < until && size >= atomic_load(&skips[rung].min_size);
+}
+
+static void atfork_prepare(void) { sp_registry_lock_for_fork(); }
+static void atfork_release(void) { sp_registry_unlock_after_fork(); }
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static void init(void)
+{
+	for (int i = 0; i < SP_BACKING_COUNT; i++)
+		skip_clear((enum sp_backing)i);
+	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+}
+
+static uint64_t round_up(uint64_t v, uint64_t to)
+{
+	return (v + to - 1) / to * to;
+}
+
+/* Faults in [p, p+len) for writing: MADV_POPULATE_WRITE, or a store per page. */
+static void populate(void *p, size_t len, const struct sp_view *v)
+{
+	if (v->features.madv_populate_write && sp_os->madvise(p, len, MADV_POPULATE_WRITE) == 0)
+		return;
+	uint64_t step = v->base_page_size ? v->base_page_size : 4096;
+	for (size_t off = 0; off < len; off += step)
+		((volatile char *)p)[off] = 0;
+}
+
+static enum sp_fall hugetlb_failure(uint64_t page_size, int err)
+{
+	if (err == -EINVAL)
+		return SP_FALL_UNSUPPORTED;
+	if (err != -ENOMEM)
+		return SP_FALL_MMAP;
+	struct sp_pool pool;
+	if (sp_pool_get(page_size, -1, &pool) == 0 && pool.total == 0 && pool.overcommit <= 0)
+		return SP_FALL_NO_POOL;
+	return SP_FALL_POOL_EMPTY;
+}
+
+/* One hugetlb rung. Reserved at map time: no MAP_NORESERVE, ever. */
+static int try_hugetlb(enum sp_backing rung, size_t size, unsigned flags,
+		       const struct sp_view *v, void **out, size_t *mapped)
+{
+	bool is_1g = rung == SP_BACKING_1G;
+	uint64_t ps = is_1g ? SP_1G_SIZE : SP_2M_SIZE;
+	if (!(is_1g ? v->has_1g : v->has_2m))
+		return SP_FALL_UNSUPPORTED;
+	if (!(flags & SP_STRICT) && skip_active(rung, size))
+		return SP_FALL_SKIPPED;
+	size_t len = round_up(size, ps);
+	int mflags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (is_1g ? MAP_HUGE_1GB : MAP_HUGE_2MB);
+	if (flags & SP_POPULATE)
+		mflags |= MAP_POPULATE;
+	int r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, mflags, -1, 0, out);
+	if (r < 0) {
+		enum sp_fall why = hugetlb_failure(ps, r);
+		if (why == SP_FALL_NO_POOL || why == SP_FALL_POOL_EMPTY)
+			skip_note(rung, size);
+		return why;
+	}
+	*mapped = len;
+	return -1;
+}
+
+/* How much of [p, p+len) is on huge pages, per smaps; -1 if smaps cannot be read. */
+static int64_t huge_bytes_of(void *p, size_t len)
+{
+	struct sp_verify ver;
+	if (sp_verify_range(p, len, &ver) < 0)
+		return -1;
+	return (int64_t)ver.huge_bytes;
+}
+
+static int try_thp(size_t size, unsigned flags, const struct sp_view *v, void **out,
+		   size_t *mapped, enum sp_backing *got)
+{
+	bool populate_now = flags & SP_POPULATE;
+	if (!v->thp_present)
+		return SP_FALL_UNSUPPORTED;
+	if (v->features.thp_disabled_here)
+		return SP_FALL_THP_OFF;
+	if (v->thp_never && !(populate_now && v->features.madv_collapse))
+		return SP_FALL_THP_OFF;
+	size_t len = round_up(size, SP_2M_SIZE);
+	void *raw;
+	if (sp_os->mmap(NULL, len + SP_2M_SIZE, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &raw) < 0)
+		return SP_FALL_MMAP;
+	uintptr_t start = (uintptr_t)raw;
+	uintptr_t aligned = round_up(start, SP_2M_SIZE);
+	if (aligned > start)
+		sp_os->munmap(raw, aligned - start);
+	if (start + len + SP_2M_SIZE > aligned + len)
+		sp_os->munmap((void *)(aligned + len), start + SP_2M_SIZE - aligned);
+	void *p = (void *)aligned;
+	if (sp_os->madvise(p, len, MADV_HUGEPAGE) < 0) {
+		sp_os->munmap(p, len);
+		return SP_FALL_MADVISE;
+	}
+	*got = SP_BACKING_THP;
+	if (populate_now) {
+		populate(p, len, v);
+		int64_t huge = huge_bytes_of(p, len);
+		if (huge >= 0 && (uint64_t)huge < len && v->features.madv_collapse &&
+		    sp_os->madvise(p, len, MADV_COLLAPSE) == 0) {
+			atomic_fetch_add_explicit(&st_collapses, 1, memory_order_relaxed);
+			huge = huge_bytes_of(p, len);
+		}
+		if (huge >= 0 && (uint64_t)huge < len) {
+			if (flags & SP_STRICT) {
+				sp_os->munmap(p, len);
+				return SP_FALL_NOT_HUGE;
+			}
+			fall(SP_BACKING_THP, SP_FALL_NOT_HUGE);
+			if (huge == 0)
+				*got = SP_BACKING_4K;
+		}
+	}
+	*out = p;
+	*mapped = len;
+	return -1;
+}
+
+static int try_base(size_t size, unsigned flags, const struct sp_view *v, void **out,
+		    size_t *mapped)
+{
+	size_t len = round_up(size, v->base_page_size ? v->base_page_size : 4096);
+	if (sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
+			out) < 0)
+		return SP_FALL_MMAP;
+	/* An honest base-page block, even where THP is "always". */
+	sp_os->madvise(*out, len, MADV_NOHUGEPAGE);
+	if (flags & SP_POPULATE)
+		populate(*out, len, v);
+	*mapped = len;
+	return -1;
+}
+
+static enum sp_backing first_rung(size_t size, unsigned flags, const struct sp_view *v)
+{
+	switch (flags & BACKING_FLAGS) {
+	case SP_4K: return SP_BACKING_4K;
+	case SP_THP: return SP_BACKING_THP;
+	case SP_2M: return SP_BACKING_2M;
+	case SP_1G: return SP_BACKING_1G;
+	}
+	if (v->has_1g && size >= SP_1G_SIZE && round_up(size, SP_1G_SIZE) - size <= size / 8)
+		return SP_BACKING_1G;
+	return SP_BACKING_2M;
+}
+
+/* The next rung down: 1G -> 2M -> THP -> 4K -> none (AUTO). */
+static enum sp_backing ladder_next(enum sp_backing b)
+{
+	switch (b) {
+	case SP_BACKING_1G: return SP_BACKING_2M;
+	case SP_BACKING_2M: return SP_BACKING_THP;
+	case SP_BACKING_THP: return SP_BACKING_4K;
+	default: return SP_BACKING_AUTO;
+	}
+}
+
+void *sp_alloc(size_t size, unsigned flags)
+{
+	int saved = errno;
+	unsigned bf = flags & BACKING_FLAGS;
+	if (size == 0 || size > MAX_SIZE || (flags & ~KNOWN_FLAGS) || (bf & (bf - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_once(&init_once, init);
+	const struct sp_view *v = sp_view_get();
+	void *p = NULL;
+	size_t mapped = 0;
+	enum sp_backing got = SP_BACKING_AUTO;
+	for (enum sp_backing rung = first_rung(size, flags, v); rung != SP_BACKING_AUTO;
+	     rung = ladder_next(rung)) {
+		int why;
+		got = rung;
+		if (rung == SP_BACKING_1G || rung == SP_BACKING_2M)
+			why = try_hugetlb(rung, size, flags, v, &p, &mapped);
+		else if (rung == SP_BACKING_THP)
+			why = try_thp(size, flags, v, &p, &mapped, &got);
+		else
+			why = try_base(size, flags, v, &p, &mapped);
+		if (why < 0)
+			break;
+		fall(rung, (enum sp_fall)why);
+		p = NULL;
+		if (flags & SP_STRICT)
+			break;
+	}
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct sp_block b = { .addr = p, .size = size, .mapped = mapped, .flags = flags, .backing = got };
+	if (sp_registry_add(&b) < 0) {
+		sp_os->munmap(p, mapped);
+		errno = ENOMEM;
+		return NULL;
+	}
+	atomic_fetch_add_explicit(&st_blocks[got], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st_bytes[got], mapped, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st_live, 1, memory_order_relaxed);
+	errno = saved;
+	return p;
+}
+
+int sp_free(void *p, size_t size)
+{
+	struct sp_block b;
+	if (sp_registry_find(p, &b) < 0 || size > b.mapped)
+		return -EINVAL;
+	/* Another thread may free the same block between find and remove: only the one
+	 * that removes it unmaps. */
+	if (sp_registry_remove(p, &b) < 0)
+		return -EINVAL;
+	int r = sp_os->munmap(b.addr, b.mapped);
+	atomic_fetch_sub_explicit(&st_live, 1, memory_order_relaxed);
+	if (b.backing == SP_BACKING_1G || b.backing == SP_BACKING_2M)
+		skip_clear(b.backing);
+	return r < 0 ? r : 0;
+}
+
+int sp_block_info(const void *p, struct sp_block *out)
+{
+	return sp_registry_find(p, out);
+}
+
+void sp_stats_get(struct sp_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	for (int b = 0; b < SP_BACKING_COUNT; b++) {
+		out->blocks[b] = atomic_load(&st_blocks[b]);
+		out->bytes[b] = atomic_load(&st_bytes[b]);
+		for (int f = 0; f < SP_FALL_COUNT; f++)
+			out->falls[b][f] = atomic_load(&st_falls[b][f]);
+	}
+	out->live_blocks = atomic_load(&st_live);
+	out->collapses = atomic_load(&st_collapses);
+}
+
+void sp_stats_reset(void)
+{
+	for (int b = 0; b < SP_BACKING_COUNT; b++) {
+		atomic_store(&st_blocks[b], 0);
+		atomic_store(&st_bytes[b], 0);
+		for (int f = 0; f < SP_FALL_COUNT; f++)
+			atomic_store(&st_falls[b][f], 0);
+	}
+	atomic_store(&st_collapses, 0);
+}
+
+void sp_refresh(void)
+{
+	for (int i = 0; i < SP_BACKING_COUNT; i++)
+		skip_clear((enum sp_backing)i);
+	sp_view_refresh();
+}

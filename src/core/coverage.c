@@ -1,0 +1,262 @@
+/* coverage.c - how much of a process sits on huge pages, read from /proc/PID/smaps. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct mapping {
+	uintptr_t start, end;
+	char perms[5];
+	enum sp_region region;
+	uint64_t rss, anon_huge, shmem_pmd, file_pmd, priv_hugetlb, shared_hugetlb, kernel_page;
+};
+
+enum sp_region sp_region_classify(const char *perms, const char *path)
+{
+	if (strcmp(path, "[heap]") == 0)
+		return SP_REGION_HEAP;
+	if (strcmp(path, "[stack]") == 0 || strncmp(path, "[stack:", 7) == 0)
+		return SP_REGION_STACK;
+	if (strlen(perms) >= 4 && perms[3] == 's')
+		return SP_REGION_SHM;
+	if (!*path || strncmp(path, "[anon:", 6) == 0 || strncmp(path, "/anon_hugepage", 14) == 0 ||
+	    strncmp(path, "/dev/zero", 9) == 0)
+		return SP_REGION_ANON;
+	if (path[0] == '[')
+		return SP_REGION_OTHER;
+	if (strlen(perms) >= 3 && perms[2] == 'x')
+		return SP_REGION_TEXT;
+	return SP_REGION_DATA;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static bool scan_hex(const char **s, uintptr_t *out)
+{
+	const char *p = *s;
+	uintptr_t v = 0;
+	int d, n = 0;
+	while ((d = hexval(*p)) >= 0) {
+		if (n++ >= 16)
+			return false;
+		v = v << 4 | (uintptr_t)d;
+		p++;
+	}
+	*s = p;
+	*out = v;
+	return n > 0;
+}
+
+/* "start-end perms offset dev inode [path]": true if line is such a header. */
+static bool parse_header(const char *line, struct mapping *m)
+{
+	const char *s = line;
+	if (!scan_hex(&s, &m->start) || *s++ != '-' || !scan_hex(&s, &m->end) || *s++ != ' ')
+		return false;
+	if (m->end < m->start)
+		return false;
+	size_t pl = strcspn(s, " \t");
+	if (pl != 4)
+		return false;
+	memcpy(m->perms, s, 4);
+	m->perms[4] = 0;
+	s += 4;
+	/* Skip offset, dev and inode; what is left after the spaces is the path. */
+	for (int field = 0; field < 3; field++) {
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s)
+			return false;
+		s += strcspn(s, " \t");
+	}
+	while (*s == ' ' || *s == '\t')
+		s++;
+	m->region = sp_region_classify(m->perms, s);
+	m->rss = m->anon_huge = m->shmem_pmd = m->file_pmd = 0;
+	m->priv_hugetlb = m->shared_hugetlb = m->kernel_page = 0;
+	return true;
+}
+
+/* "Name:   123 kB". 1 parsed, 0 not a "kB" field (ignored), -EPROTO absurd number. */
+static int parse_field(const char *line, char *name, size_t nlen, uint64_t *bytes)
+{
+	const char *colon = strchr(line, ':');
+	if (!colon || (size_t)(colon - line) >= nlen)
+		return 0;
+	memcpy(name, line, (size_t)(colon - line));
+	name[colon - line] = 0;
+	const char *s = colon + 1;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	uint64_t kb;
+	int r = sp_scan_u64(&s, &kb);
+	if (r == -EINVAL)
+		return 0;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (strncmp(s, "kB", 2) != 0 || (s[2] && s[2] != '\r' && s[2] != ' '))
+		return 0;
+	if (r == -ERANGE || kb > (UINT64_MAX >> 12))
+		return -EPROTO;
+	*bytes = kb << 10;
+	return 1;
+}
+
+static void add_field(struct mapping *m, const char *name, uint64_t bytes)
+{
+	static const struct { const char *name; size_t off; } fields[] = {
+		{ "Rss", offsetof(struct mapping, rss) },
+		{ "AnonHugePages", offsetof(struct mapping, anon_huge) },
+		{ "ShmemPmdMapped", offsetof(struct mapping, shmem_pmd) },
+		{ "FilePmdMapped", offsetof(struct mapping, file_pmd) },
+		{ "Private_Hugetlb", offsetof(struct mapping, priv_hugetlb) },
+		{ "Shared_Hugetlb", offsetof(struct mapping, shared_hugetlb) },
+		{ "KernelPageSize", offsetof(struct mapping, kernel_page) },
+	};
+	for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+		if (strcmp(name, fields[i].name) == 0) {
+			*(uint64_t *)(void *)((char *)m + fields[i].off) = bytes;
+			return;
+		}
+	}
+}
+
+static void commit(const struct mapping *m, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
+		   struct sp_verify *v)
+{
+	uint64_t hugetlb = m->priv_hugetlb + m->shared_hugetlb;
+	uint64_t thp = m->anon_huge + m->shmem_pmd + m->file_pmd;
+	uint64_t bytes = m->rss + hugetlb, huge = thp + hugetlb;
+	if (cov) {
+		cov->mappings++;
+		cov->rss_bytes += bytes;
+		cov->huge_bytes += huge;
+		cov->hugetlb_bytes += hugetlb;
+		cov->thp_bytes += thp;
+		cov->region[m->region].bytes += bytes;
+		cov->region[m->region].huge_bytes += huge;
+	}
+	if (v && m->start < hi && m->end > lo) {
+		v->rss_bytes += bytes;
+		v->huge_bytes += huge;
+		if (m->kernel_page > v->page_size)
+			v->page_size = m->kernel_page;
+	}
+}
+
+int sp_smaps_parse(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
+		   struct sp_verify *v)
+{
+	struct sp_lines l;
+	const char *line;
+	struct mapping cur, next;
+	bool have = false;
+	int garbage = 0, r;
+	sp_lines_init(&l, fd);
+	while ((r = sp_lines_next(&l, &line)) > 0) {
+		if (parse_header(line, &next)) {
+			if (have)
+				commit(&cur, cov, lo, hi, v);
+			cur = next;
+			have = true;
+			continue;
+		}
+		char name[64];
+		uint64_t bytes;
+		int f = parse_field(line, name, sizeof name, &bytes);
+		if (f < 0)
+			return f;
+		if (f > 0 && have)
+			add_field(&cur, name, bytes);
+		else if (f == 0 && !have && line[strspn(line, " \t\r")])
+			garbage++;
+	}
+	if (r < 0)
+		return r;
+	if (have)
+		commit(&cur, cov, lo, hi, v);
+	else if (garbage)
+		return -EPROTO;
+	return 0;
+}
+
+static int open_smaps(pid_t pid, int *fd)
+{
+	char path[64];
+	if (pid < 0)
+		return -ESRCH;
+	if (pid == 0) {
+		snprintf(path, sizeof path, "/proc/self/smaps");
+	} else {
+		int k = sp_os->kill0(pid);
+		if (k < 0)
+			return k;
+		snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
+	}
+	int r = sp_os->open(path, O_RDONLY, 0);
+	if (r == -ENOENT)
+		return -ESRCH;
+	if (r == -EPERM)
+		return -EACCES;
+	if (r < 0)
+		return r;
+	*fd = r;
+	return 0;
+}
+
+int sp_coverage(pid_t pid, struct sp_coverage *out)
+{
+	int fd;
+	memset(out, 0, sizeof *out);
+	out->pid = pid;
+	int r = open_smaps(pid, &fd);
+	if (r < 0)
+		return r;
+	r = sp_smaps_parse(fd, out, 0, 0, NULL);
+	sp_os->close(fd);
+	/* A process that exits while we read leaves an empty file: it is gone. */
+	if (r == -ESRCH)
+		return r;
+	return r;
+}
+
+double sp_coverage_ratio(const struct sp_coverage *c)
+{
+	return c->rss_bytes ? (double)c->huge_bytes / (double)c->rss_bytes : 0.0;
+}
+
+int sp_verify_range(const void *p, size_t len, struct sp_verify *out)
+{
+	int fd;
+	memset(out, 0, sizeof *out);
+	if (!p || len == 0)
+		return -EINVAL;
+	int r = open_smaps(0, &fd);
+	if (r < 0)
+		return r;
+	uintptr_t lo = (uintptr_t)p;
+	r = sp_smaps_parse(fd, NULL, lo, lo + len, out);
+	sp_os->close(fd);
+	if (r < 0)
+		return r;
+	if (out->page_size == SP_1G_SIZE)
+		out->backing = SP_BACKING_1G;
+	else if (out->page_size == SP_2M_SIZE)
+		out->backing = SP_BACKING_2M;
+	else if (out->rss_bytes && out->huge_bytes >= out->rss_bytes)
+		out->backing = SP_BACKING_THP;
+	else
+		out->backing = SP_BACKING_4K;
+	return 0;
+}

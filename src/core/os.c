@@ -1,0 +1,205 @@
+/* os.c - the real kernel behind the OS seam, and small file helpers over the seam. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Raw system calls: errno is saved and restored so the caller's stays as it was, and
+ * mmap & co. bypass any interposer (the runtime will interpose the libc symbols). */
+static long sys_ret(long r, int saved)
+{
+	long out = r < 0 ? -errno : r;
+	errno = saved;
+	return out;
+}
+
+static int real_open(const char *path, int flags, int mode)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, mode), e);
+}
+
+static ssize_t real_read(int fd, void *buf, size_t len)
+{
+	int e = errno;
+	long r;
+	do
+		r = syscall(SYS_read, fd, buf, len);
+	while (r < 0 && errno == EINTR);
+	return sys_ret(r, e);
+}
+
+static ssize_t real_write(int fd, const void *buf, size_t len)
+{
+	int e = errno;
+	long r;
+	do
+		r = syscall(SYS_write, fd, buf, len);
+	while (r < 0 && errno == EINTR);
+	return sys_ret(r, e);
+}
+
+static int real_close(int fd)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_close, fd), e);
+}
+
+static ssize_t real_getdents(int fd, void *buf, size_t len)
+{
+	int e = errno;
+	return sys_ret(syscall(SYS_getdents64, fd, buf, len), e);
+}
+
+static int real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void **out)
+{
+	int e = errno;
+	long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	/* mmap returns addresses that look negative only on error (-4095..-1). */
+	if ((unsigned long)r >= (unsigned long)-4095) {
+		int err = errno;
+		errno = e;
+		return -err;
+	}
+	*out = (void *)r;
+	errno = e;
+	return 0;
+}
+
+static int real_munmap(void *addr, size_t len)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_munmap, addr, len), e);
+}
+
+static int real_madvise(void *addr, size_t len, int advice)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_madvise, addr, len, advice), e);
+}
+
+static int real_memfd_create(const char *name, unsigned flags)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_memfd_create, name, flags), e);
+}
+
+static int real_prctl(int option, unsigned long arg2)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_prctl, option, arg2, 0ul, 0ul, 0ul), e);
+}
+
+static int real_kill0(pid_t pid)
+{
+	int e = errno;
+	int r = (int)sys_ret(syscall(SYS_kill, pid, 0), e);
+	return r == -EPERM ? 0 : r; /* it exists, it is just not ours */
+}
+
+static uint64_t real_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static long real_page_size(void)
+{
+	return sysconf(_SC_PAGESIZE);
+}
+
+const struct sp_os sp_os_real = {
+	.open = real_open,
+	.read = real_read,
+	.write = real_write,
+	.close = real_close,
+	.getdents = real_getdents,
+	.mmap = real_mmap,
+	.munmap = real_munmap,
+	.madvise = real_madvise,
+	.memfd_create = real_memfd_create,
+	.prctl = real_prctl,
+	.kill0 = real_kill0,
+	.now_ns = real_now_ns,
+	.page_size = real_page_size,
+};
+
+const struct sp_os *sp_os = &sp_os_real;
+
+void sp_os_use(const struct sp_os *os)
+{
+	sp_os = os ? os : &sp_os_real;
+	sp_refresh();
+}
+
+ssize_t sp_read_file(const char *path, char *buf, size_t len)
+{
+	if (len == 0)
+		return -EINVAL;
+	int fd = sp_os->open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	size_t got = 0;
+	while (got < len - 1) {
+		ssize_t n = sp_os->read(fd, buf + got, len - 1 - got);
+		if (n < 0) {
+			sp_os->close(fd);
+			return n;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = 0;
+	sp_os->close(fd);
+	return (ssize_t)got;
+}
+
+int sp_read_long(const char *path, long *out)
+{
+	char buf[64];
+	ssize_t n = sp_read_file(path, buf, sizeof buf);
+	if (n < 0)
+		return (int)n;
+	const char *s = buf;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	bool neg = *s == '-';
+	if (neg)
+		s++;
+	uint64_t v;
+	int r = sp_scan_u64(&s, &v);
+	if (r < 0)
+		return r == -ERANGE ? r : -EPROTO;
+	if (*s && *s != '\n' && *s != ' ')
+		return -EPROTO;
+	if (v > (uint64_t)LONG_MAX)
+		return -ERANGE;
+	*out = neg ? -(long)v : (long)v;
+	return 0;
+}
+
+int sp_write_file(const char *path, const char *s)
+{
+	int fd = sp_os->open(path, O_WRONLY, 0);
+	if (fd < 0)
+		return fd;
+	size_t len = strlen(s);
+	ssize_t n = sp_os->write(fd, s, len);
+	int c = sp_os->close(fd);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n != len)
+		return -EIO;
+	return c < 0 ? c : 0;
+}
