@@ -129,6 +129,9 @@ struct sp_system {
 
 /* Reads everything afresh. Returns 0, or -errno if /sys cannot be read at all. */
 int sp_probe(struct sp_system *out);
+/* The mode that governs 2 MiB (PMD) THP: the PMD size's own mTHP setting unless it
+ * is "inherit", else the global "enabled". */
+const char *sp_thp_pmd_mode(const struct sp_thp *t);
 /* Reads one pool. node -1 for system-wide. -ENOENT if that size/node has none. */
 int sp_pool_get(uint64_t page_size, int node, struct sp_pool *out);
 /* Sets nr_hugepages of a pool and reads back what the kernel gave into *got.
@@ -212,7 +215,7 @@ enum sp_region {
 	SP_REGION_TEXT,       /* executable file mappings */
 	SP_REGION_DATA,       /* other file mappings (data, bss, rodata, files) */
 	SP_REGION_STACK,      /* [stack] */
-	SP_REGION_SHM,        /* shared mappings: SysV, memfd, /dev/zero, hugetlbfs */
+	SP_REGION_SHM,        /* shared mappings: SysV, memfd, /dev/zero, hugetlbfs, MAP_SHARED files */
 	SP_REGION_OTHER,      /* [vdso], [vvar], [vsyscall] and the like */
 	SP_REGION_COUNT
 };

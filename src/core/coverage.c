@@ -177,10 +177,12 @@ int sp_smaps_parse(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
 		int f = parse_field(line, name, sizeof name, &bytes);
 		if (f < 0)
 			return f;
-		if (f > 0 && have)
-			add_field(&cur, name, bytes);
-		else if (f == 0 && !have && line[strspn(line, " \t\r")])
-			garbage++;
+		if (have) {
+			if (f > 0)
+				add_field(&cur, name, bytes);
+		} else if (line[strspn(line, " \t\r")]) {
+			garbage++; /* text before any mapping header: not smaps */
+		}
 	}
 	if (r < 0)
 		return r;
@@ -225,9 +227,6 @@ int sp_coverage(pid_t pid, struct sp_coverage *out)
 		return r;
 	r = sp_smaps_parse(fd, out, 0, 0, NULL);
 	sp_os->close(fd);
-	/* A process that exits while we read leaves an empty file: it is gone. */
-	if (r == -ESRCH)
-		return r;
 	return r;
 }
 

@@ -197,14 +197,29 @@ static void add_mthp(const char *name, void *arg)
 	if (!size || t->n_mthp >= SP_MAX_MTHP)
 		return;
 	int i = t->n_mthp;
+	/* Some sizes have only shmem_enabled (8K on 6.18): they are not anonymous mTHP. */
+	char mode[SP_MODE_LEN], buf[256];
+	snprintf(path, sizeof path, THP_DIR "/%s/enabled", name);
+	if (sp_read_file(path, buf, sizeof buf) < 0)
+		return;
+	sp_mode_selected(buf, mode, sizeof mode);
 	while (i > 0 && t->mthp[i - 1].size > size) {
 		t->mthp[i] = t->mthp[i - 1];
 		i--;
 	}
 	t->mthp[i].size = size;
-	snprintf(path, sizeof path, THP_DIR "/%s/enabled", name);
-	read_mode(path, t->mthp[i].enabled, sizeof t->mthp[i].enabled);
+	sp_strlcpy(t->mthp[i].enabled, mode, sizeof t->mthp[i].enabled);
 	t->n_mthp++;
+}
+
+const char *sp_thp_pmd_mode(const struct sp_thp *t)
+{
+	/* The PMD size's own setting wins unless it is "inherit". */
+	for (int i = 0; i < t->n_mthp; i++)
+		if (t->mthp[i].size == t->pmd_size && t->mthp[i].enabled[0] &&
+		    strcmp(t->mthp[i].enabled, "inherit") != 0)
+			return t->mthp[i].enabled;
+	return t->enabled;
 }
 
 static void probe_thp(struct sp_thp *t)
@@ -473,7 +488,7 @@ void sp_view_fill(struct sp_view *v)
 		v->has_1g |= sys.page_sizes[i] == SP_1G_SIZE;
 	}
 	v->thp_present = sys.thp.present;
-	v->thp_never = sys.thp.present && strcmp(sys.thp.enabled, "never") == 0;
+	v->thp_never = sys.thp.present && strcmp(sp_thp_pmd_mode(&sys.thp), "never") == 0;
 	v->features = sys.features;
 }
 

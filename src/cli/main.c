@@ -1,0 +1,102 @@
+/* main.c - the superpage command: picks the subcommand, prints the overall help. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	void (*usage)(void);
+};
+
+static const struct command commands[] = {
+	{ "status", cmd_status, usage_status },
+	{ "pool", cmd_pool, usage_pool },
+	{ "stat", cmd_stat, usage_stat },
+	{ "version", cmd_version, usage_version },
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+	fputs("usage: superpage COMMAND [ARGS]\n"
+	      "\n"
+	      "Huge pages for Linux programs: what the machine offers, its pools, and how much\n"
+	      "of a process sits on huge pages.\n"
+	      "\n"
+	      "commands:\n"
+	      "  status [--json]                       what this machine offers and what to fix\n"
+	      "  pool [--size 2M|1G] [--node N] COUNT  set a huge page pool and read it back\n"
+	      "  stat [--json] PID                     how much of a process is on huge pages\n"
+	      "  version                               print the version\n"
+	      "  help [COMMAND]                        print this help, or a command's\n"
+	      "\n"
+	      "Every command takes --help. Exit status: 0 done, 1 the kernel did less than\n"
+	      "asked or could not be read, 2 bad arguments. See superpage(1).\n",
+	      f);
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static int help(int argc, char **argv)
+{
+	const struct command *c;
+
+	if (argc < 2) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (argc > 2)
+		return cli_error(EXIT_USAGE, "help: takes one command name (see superpage --help)");
+	c = find_command(argv[1]);
+	if (!c)
+		return cli_error(EXIT_USAGE, "unknown command '%s' (see superpage --help)", argv[1]);
+	c->usage();
+	return EXIT_OK;
+}
+
+/* A full disk or a closed pipe must not look like success to a script. */
+static int finish(int rc)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		int e = errno;
+		if (rc == EXIT_OK)
+			rc = EXIT_FAIL;
+		cli_error(rc, "cannot write the output: %s", strerror(e));
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const struct command *c;
+	const char *name;
+
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	name = argv[1];
+	if (!strcmp(name, "--help") || !strcmp(name, "-h"))
+		return finish(help(1, argv + 1));
+	if (!strcmp(name, "help"))
+		return finish(help(argc - 1, argv + 1));
+	if (!strcmp(name, "--version"))
+		name = "version";
+	c = find_command(name);
+	if (!c)
+		return cli_error(EXIT_USAGE, "unknown command '%s' (see superpage --help)", name);
+	if (cli_wants_help(argc - 1, argv + 1)) {
+		c->usage();
+		return finish(EXIT_OK);
+	}
+	return finish(c->run(argc - 1, argv + 1));
+}

@@ -1,0 +1,174 @@
+/* stat.c - superpage stat: how much of a running process sits on huge pages, per kind of region. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "json.h"
+
+void usage_stat(void)
+{
+	fputs("usage: superpage stat [--json] PID\n"
+	      "\n"
+	      "Reads /proc/PID/smaps and shows the resident memory of the process, the part\n"
+	      "on huge pages (hugetlb and transparent huge pages) and the coverage, then the\n"
+	      "same per kind of region: heap, anon, text, data, stack, shm, other.\n"
+	      "\n"
+	      "  --json   print one JSON object instead, for scripts\n",
+	      stdout);
+}
+
+/* A pid: digits only, above 0, fits pid_t. Returns 0 or -EINVAL. */
+static int parse_pid(const char *s, pid_t *out)
+{
+	uint64_t v;
+
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return -EINVAL;
+	if (sp_parse_count(s, &v) < 0 || v == 0 || v > INT_MAX)
+		return -EINVAL;
+	*out = (pid_t)v;
+	return 0;
+}
+
+/* The command name of the process, "" if it cannot be read (it may just have gone). */
+static void read_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+}
+
+static double share(uint64_t part, uint64_t whole)
+{
+	return whole ? (double)part / (double)whole : 0.0;
+}
+
+static void print_human(const struct sp_coverage *c, const char *comm)
+{
+	char a[32], b[32], pct[16];
+
+	printf("pid %d", (int)c->pid);
+	if (comm[0])
+		printf(" (%s)", comm);
+	printf(": %s resident, %s on huge pages (%.1f%%)\n", cli_human(c->rss_bytes, a, sizeof a),
+	       cli_human(c->huge_bytes, b, sizeof b), 100.0 * sp_coverage_ratio(c));
+	printf("  hugetlb %s, ", cli_human(c->hugetlb_bytes, a, sizeof a));
+	printf("THP %s, %d mappings\n", cli_human(c->thp_bytes, a, sizeof a), c->mappings);
+	if (c->mappings == 0)
+		puts("  (no memory mapped: a kernel thread, or a process that has exited)");
+	putchar('\n');
+	printf("  %-8s %12s %12s %8s\n", "region", "resident", "huge", "huge %");
+	for (int r = 0; r < SP_REGION_COUNT; r++) {
+		const struct sp_usage *u = &c->region[r];
+
+		if (u->bytes)
+			snprintf(pct, sizeof pct, "%.1f%%", 100.0 * share(u->huge_bytes, u->bytes));
+		else
+			snprintf(pct, sizeof pct, "-");
+		printf("  %-8s %12s %12s %8s\n", sp_region_name((enum sp_region)r),
+		       cli_human(u->bytes, a, sizeof a), cli_human(u->huge_bytes, b, sizeof b), pct);
+	}
+}
+
+static void print_json(const struct sp_coverage *c, const char *comm)
+{
+	struct json j;
+
+	json_init(&j, stdout);
+	json_object_begin(&j);
+	json_key(&j, "pid");
+	json_int(&j, c->pid);
+	json_key(&j, "rss_bytes");
+	json_uint(&j, c->rss_bytes);
+	json_key(&j, "huge_bytes");
+	json_uint(&j, c->huge_bytes);
+	json_key(&j, "coverage");
+	json_double(&j, sp_coverage_ratio(c));
+	json_key(&j, "regions");
+	json_object_begin(&j);
+	for (int r = 0; r < SP_REGION_COUNT; r++) {
+		json_key(&j, sp_region_name((enum sp_region)r));
+		json_object_begin(&j);
+		json_key(&j, "bytes");
+		json_uint(&j, c->region[r].bytes);
+		json_key(&j, "huge_bytes");
+		json_uint(&j, c->region[r].huge_bytes);
+		json_object_end(&j);
+	}
+	json_object_end(&j);
+	json_key(&j, "hugetlb_bytes");
+	json_uint(&j, c->hugetlb_bytes);
+	json_key(&j, "thp_bytes");
+	json_uint(&j, c->thp_bytes);
+	json_key(&j, "mappings");
+	json_int(&j, c->mappings);
+	json_key(&j, "comm");
+	json_string(&j, comm);
+	json_object_end(&j);
+	json_end(&j);
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	struct sp_coverage cov;
+	const char *pid_arg = NULL;
+	bool as_json = false, options = true;
+	char comm[64];
+	pid_t pid;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (options && !strcmp(a, "--")) {
+			options = false;
+		} else if (options && !strcmp(a, "--json")) {
+			as_json = true;
+		} else if (options && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9')) {
+			return cli_error(EXIT_USAGE, "stat: unknown option '%s' (see superpage stat --help)",
+					 a);
+		} else if (pid_arg) {
+			return cli_error(EXIT_USAGE, "stat: unexpected argument '%s' (see superpage stat --help)",
+					 a);
+		} else {
+			pid_arg = a;
+		}
+	}
+	if (!pid_arg)
+		return cli_error(EXIT_USAGE, "stat: missing PID, the process to look at (see superpage stat --help)");
+	if (parse_pid(pid_arg, &pid) < 0)
+		return cli_error(EXIT_USAGE, "stat: bad pid '%s' (a process id: 1, 2, ...)", pid_arg);
+
+	rc = sp_coverage(pid, &cov);
+	switch (rc) {
+	case 0:
+		break;
+	case -ESRCH:
+		return cli_error(EXIT_USAGE, "no process %d", (int)pid);
+	case -EACCES:
+	case -EPERM:
+		return cli_error(EXIT_USAGE, "cannot read the memory map of process %d: %s "
+				 "(run as its owner or as root)", (int)pid, strerror(-rc));
+	case -EPROTO:
+		return cli_error(EXIT_FAIL, "/proc/%d/smaps is not what smaps should be", (int)pid);
+	default:
+		return cli_error(EXIT_FAIL, "cannot read process %d: %s", (int)pid, strerror(-rc));
+	}
+	read_comm(pid, comm, sizeof comm);
+	if (as_json)
+		print_json(&cov, comm);
+	else
+		print_human(&cov, comm);
+	return EXIT_OK;
+}
