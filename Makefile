@@ -1,6 +1,8 @@
 # Makefile - builds libsuperpage, the superpage CLI, the tests and the first benchmark.
 # make | make check [SANITIZE=1] | make bench | make install PREFIX=... DESTDIR=...
 
+SHELL := /bin/bash
+
 ifeq ($(origin CC),default)
 CC := gcc
 endif
@@ -94,7 +96,7 @@ check: tests
 
 bench: all $(BENCH)
 	@mkdir -p $(B)/bench
-	$(BENCH) --setup-pools --rounds 5 --size 1G | tee $(B)/bench/report.txt
+	set -o pipefail; $(BENCH) --setup-pools --rounds 5 --size 1G | tee $(B)/bench/report.txt
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) \

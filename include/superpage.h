@@ -136,6 +136,7 @@ const char *sp_thp_pmd_mode(const struct sp_thp *t);
 int sp_pool_get(uint64_t page_size, int node, struct sp_pool *out);
 /* Sets nr_hugepages of a pool and reads back what the kernel gave into *got.
  * Returns 0 if *got == count, -ENOMEM if the kernel gave fewer (a shortfall),
+ * -EBUSY if it kept more (pages in use stay, as surplus, until they are freed),
  * -EACCES/-EPERM without privilege, -ENOENT for a size or node that does not exist. */
 int sp_pool_set(uint64_t page_size, int node, long count, long *got);
 
@@ -171,7 +172,7 @@ const char *sp_fall_name(enum sp_fall f);
  * 1g, 4 KiB for 4k. Returns NULL with errno ENOMEM (or EINVAL for bad flags). */
 void *sp_alloc(size_t size, unsigned flags);
 /* Frees a block from sp_alloc. size must be the size asked for (or less).
- * -EINVAL for a pointer that is not a live block or a size larger than it. */
+ * -EINVAL for a pointer that is not a live block or a size larger than asked. */
 int sp_free(void *p, size_t size);
 
 struct sp_block {

@@ -182,6 +182,7 @@ int cmd_pool(int argc, char **argv)
 	switch (rc) {
 	case 0:
 	case -ENOMEM:
+	case -EBUSY:
 		break;
 	case -EACCES:
 	case -EPERM:

@@ -262,7 +262,7 @@ void *sp_alloc(size_t size, unsigned flags)
 int sp_free(void *p, size_t size)
 {
 	struct sp_block b;
-	if (sp_registry_find(p, &b) < 0 || size > b.mapped)
+	if (sp_registry_find(p, &b) < 0 || size > b.size)
 		return -EINVAL;
 	/* Another thread may free the same block between find and remove: only the one
 	 * that removes it unmaps. */

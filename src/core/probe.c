@@ -154,7 +154,10 @@ int sp_pool_set(uint64_t page_size, int node, long count, long *got)
 	if (got)
 		*got = now;
 	sp_refresh();
-	return now < count ? -ENOMEM : 0;
+	if (now < count)
+		return -ENOMEM;
+	/* Pages in use cannot leave the pool: the kernel keeps them as surplus. */
+	return now > count ? -EBUSY : 0;
 }
 
 void sp_mode_selected(const char *text, char *out, size_t len)
