@@ -1,0 +1,115 @@
+/* fake_kernel.h - a fake kernel behind struct sp_os for the unit tests: files, pools, mappings, faults. */
+#ifndef FAKE_KERNEL_H
+#define FAKE_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "os.h"
+
+extern const struct sp_os fk_os;
+
+/* Forgets every file, pool, fd and knob, and every mapping: the library may still use
+ * memory it mapped before (its block registry), so a forgotten mapping stays real and
+ * out of every count, smaps included, until something munmaps it. */
+void fk_reset(void);
+/* sp_os_use(&fk_os) / sp_os_use(NULL). */
+void fk_install(void);
+void fk_uninstall(void);
+/* Files and pools like the machine these tests were written on (see fake_kernel.c). */
+void fk_machine_default(void);
+
+/* ---- files: path -> contents ----
+ * Directories are implied by the paths and listed by getdents with "." and "..", the
+ * children in no sorted order. A write replaces a file, except that a write to an
+ * "a [b] c" mode file selects one of its words (else -EINVAL), as sysfs does. */
+void fk_file(const char *path, const char *text);
+void fk_file_n(const char *path, const char *data, size_t len);
+/* Loads a host file's bytes as a fake file. 0, or -errno. */
+int fk_file_load(const char *path, const char *host_path);
+void fk_file_remove(const char *path);
+/* Removes every file whose path starts with prefix. */
+void fk_file_remove_tree(const char *prefix);
+/* The current static contents of a file, NULL if none (valid until the next change). */
+const char *fk_file_get(const char *path);
+/* open() of that path fails with -err (EACCES: another user's smaps); 0 turns it off. */
+void fk_file_error(const char *path, int err);
+/* open() for writing fails with -err (EACCES: not root); 0 turns it off. */
+void fk_write_error(int err);
+/* Number of fds the library has open on the fake (files, dirs, memfds). */
+int fk_open_fds(void);
+
+/* ---- hugetlb pools: their sysfs files are generated from this state ---- */
+/* Creates (or resets) the pool of that page size: total pages, free pages. */
+void fk_pool(uint64_t page_size, long total, long free_pages);
+void fk_pool_remove(uint64_t page_size);
+/* At most max pages are granted by writes to nr_hugepages (-1: no limit). */
+void fk_pool_grantable(uint64_t page_size, long max);
+long fk_pool_total(uint64_t page_size);
+long fk_pool_free(uint64_t page_size);
+/* Number of NUMA nodes shown (the pools live on node 0). */
+void fk_nodes(int n);
+
+/* ---- mmap / munmap ---- */
+/* The next n mmap calls fail with -err. */
+void fk_mmap_fail_next(int n, int err);
+/* Every MAP_HUGETLB mmap of that page size fails with -err (0: off). */
+void fk_mmap_fail_huge(uint64_t page_size, int err);
+int fk_mmap_calls(void);                   /* all mmap calls */
+int fk_mmap_huge_calls(uint64_t page_size);/* MAP_HUGETLB calls of that size */
+int fk_munmap_calls(void);
+/* MAP_HUGETLB|MAP_NORESERVE calls. Such a map takes nothing from the pool, as in the
+ * kernel (a touch could SIGBUS): memory handed to a program must never be one. */
+int fk_noreserve_hugetlb(void);
+int fk_last_mmap_flags(void);
+
+struct fk_map_info {
+	uintptr_t start, end;
+	int prot, flags;
+	uint64_t hpage;        /* hugetlb page size, 0 for base pages */
+	bool populated;        /* hugetlb: resident */
+	int advice;            /* 1: MADV_HUGEPAGE, -1: MADV_NOHUGEPAGE, 0: none */
+	bool resident, huge;   /* base-page mappings */
+};
+int fk_map_count(void);
+size_t fk_map_bytes(void);
+/* Bytes of mappings of at least min bytes each: blocks, not the library's own small
+ * mappings (its block registry is mapped through the same seam). */
+size_t fk_map_bytes_min(size_t min);
+/* The tracked mapping containing addr: 0, or -1 if none. */
+int fk_map_find(const void *addr, struct fk_map_info *out);
+/* Bytes of tracked mappings inside [lo, hi). */
+size_t fk_map_bytes_in(uintptr_t lo, uintptr_t hi);
+/* Prints the mappings and pools (for a failing test). */
+void fk_dump(void);
+
+/* ---- madvise ---- */
+/* madvise(advice) fails with -err on memory (len > 0); 0 turns it off. EINVAL also
+ * answers the len-0 probe, as a kernel that does not know the advice. */
+void fk_madvise_fail(int advice, int err);
+int fk_madvise_calls(int advice);          /* calls with len > 0 */
+/* MADV_POPULATE_WRITE of an advised range gives huge pages, unless PMD THP is
+ * "never" (the 2 MiB mTHP mode, or the global one it inherits). Default on. */
+void fk_thp_on_fault(bool on);
+/* At most this many bytes of one MADV_POPULATE_WRITE become huge (0: no limit). */
+void fk_thp_fault_limit(size_t bytes);
+/* MADV_COLLAPSE: 0 succeeds and marks huge; else fails with -err (EINVAL: unknown). */
+void fk_collapse(int err);
+
+/* ---- the rest ---- */
+/* Zeroes the call counters (mmap, munmap, madvise, memfd, NORESERVE). */
+void fk_counters_reset(void);
+/* PR_GET_THP_DISABLE returns value; a negative value is an error (-EINVAL: old kernel). */
+void fk_prctl_thp(int value);
+/* memfd_create fails with -err (0: succeeds). */
+void fk_memfd_error(int err);
+int fk_memfd_calls(void);
+/* kill0(pid) is 0 for these pids, -ESRCH for any other. */
+void fk_pid_add(pid_t pid);
+/* now_ns: starts at 1000 s, moves only when told. */
+void fk_clock_set(uint64_t ns);
+void fk_clock_advance(uint64_t ns);
+
+#endif
