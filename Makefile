@@ -51,7 +51,7 @@ LIB_SO := $(B)/$(SONAME)
 CLI := $(B)/superpage
 BENCH := $(B)/bench/membench
 
-all: $(CLI) $(LIB_SO) $(B)/libsuperpage.so $(LIB_A) $(B)/superpage.pc
+all: $(CLI) $(LIB_SO) $(B)/libsuperpage.so $(LIB_A)
 
 $(B)/obj/%.o: %.c include/superpage.h $(wildcard src/core/*.h src/cli/*.h tests/*.h tests/unit/*.h)
 	@mkdir -p $(dir $@)
@@ -69,9 +69,6 @@ $(B)/libsuperpage.so: $(LIB_SO)
 
 $(CLI): $(CLI_OBJ) $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LIB_A) $(LIBS)
-
-$(B)/superpage.pc: superpage.pc.in include/superpage.h Makefile
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< >$@
 
 $(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) tests/check.h
 	@mkdir -p $(dir $@)
@@ -106,7 +103,10 @@ install: all
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsuperpage.so
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libsuperpage.a
 	install -m 644 include/superpage.h $(DESTDIR)$(INCDIR)/superpage.h
-	install -m 644 $(B)/superpage.pc $(DESTDIR)$(PCDIR)/superpage.pc
+	# the prefix is the one given to make install, whatever make all was given
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' superpage.pc.in \
+		>$(DESTDIR)$(PCDIR)/superpage.pc
+	chmod 644 $(DESTDIR)$(PCDIR)/superpage.pc
 	install -m 644 man/superpage.1 $(DESTDIR)$(MANDIR)/man1/superpage.1
 	install -m 644 man/superpage.3 $(DESTDIR)$(MANDIR)/man3/superpage.3
 

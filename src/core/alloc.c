@@ -54,8 +54,8 @@ static bool skip_active(enum sp_backing rung, uint64_t size)
 static void atfork_prepare(void) { sp_registry_lock_for_fork(); }
 static void atfork_release(void) { sp_registry_unlock_after_fork(); }
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static void init(void)
+/* At load time, not on the allocation path: glibc's pthread_atfork may call malloc. */
+__attribute__((constructor)) static void alloc_init(void)
 {
 	for (int i = 0; i < SP_BACKING_COUNT; i++)
 		skip_clear((enum sp_backing)i);
@@ -220,7 +220,6 @@ void *sp_alloc(size_t size, unsigned flags)
 		errno = EINVAL;
 		return NULL;
 	}
-	pthread_once(&init_once, init);
 	const struct sp_view *v = sp_view_get();
 	void *p = NULL;
 	size_t mapped = 0;

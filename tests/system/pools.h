@@ -64,7 +64,7 @@ static void pools_save(void)
 
 /* Makes the pool of page_size hold at least `want` free pages. 0, or -1 if the
  * kernel does not give them (the caller SKIPs). */
-static int pools_want_free(uint64_t page_size, long want)
+static inline int pools_want_free(uint64_t page_size, long want)
 {
 	struct sp_pool p;
 	if (sp_pool_get(page_size, -1, &p) < 0)
@@ -79,7 +79,7 @@ static int pools_want_free(uint64_t page_size, long want)
 }
 
 /* Makes the pool have exactly `want` free pages (pages in use stay). */
-static int pools_exact_free(uint64_t page_size, long want)
+static inline int pools_exact_free(uint64_t page_size, long want)
 {
 	struct sp_pool p;
 	long got;
