@@ -86,23 +86,8 @@ int sp_registry_add(const struct sp_block *b)
 	return r;
 }
 
-int sp_registry_find(const void *addr, struct sp_block *out)
-{
-	uintptr_t a = (uintptr_t)addr;
-	int r = -EINVAL;
-	if (a <= DELETED)
-		return r;
-	pthread_mutex_lock(&lock);
-	struct slot *s = table ? probe(table, cap, a, false) : NULL;
-	if (s) {
-		*out = s->b;
-		r = 0;
-	}
-	pthread_mutex_unlock(&lock);
-	return r;
-}
-
-int sp_registry_remove(const void *addr, struct sp_block *out)
+/* Copies out the block at addr, and forgets it if remove. */
+static int lookup(const void *addr, struct sp_block *out, bool remove)
 {
 	uintptr_t a = (uintptr_t)addr;
 	int r = -EINVAL;
@@ -113,12 +98,24 @@ int sp_registry_remove(const void *addr, struct sp_block *out)
 	if (s) {
 		if (out)
 			*out = s->b;
-		s->addr = DELETED;
-		live--;
+		if (remove) {
+			s->addr = DELETED;
+			live--;
+		}
 		r = 0;
 	}
 	pthread_mutex_unlock(&lock);
 	return r;
+}
+
+int sp_registry_find(const void *addr, struct sp_block *out)
+{
+	return lookup(addr, out, false);
+}
+
+int sp_registry_remove(const void *addr, struct sp_block *out)
+{
+	return lookup(addr, out, true);
 }
 
 void sp_registry_lock_for_fork(void)
