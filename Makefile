@@ -34,6 +34,9 @@ LIBS := -lpthread
 
 CORE_SRC := $(wildcard src/core/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
+RT_SRC := $(wildcard src/runtime/*.c)
+RT_CORE_SRC := $(filter-out src/runtime/interpose.c,$(RT_SRC))
+PRELOAD_SRC := $(wildcard tests/preload/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_HELP := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 SYS_SRC := $(wildcard tests/system/test_*.c)
@@ -41,21 +44,40 @@ HELPER_SRC := $(wildcard tests/cli/*.c)
 
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
+RT_OBJ := $(RT_SRC:%.c=$(B)/obj/%.o)
+RT_CORE_OBJ := $(RT_CORE_SRC:%.c=$(B)/obj/%.o)
+PRELOAD_BIN := $(PRELOAD_SRC:%.c=$(B)/%)
 UNIT_HELP_OBJ := $(UNIT_HELP:%.c=$(B)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:%.c=$(B)/%)
 SYS_BIN := $(SYS_SRC:%.c=$(B)/%)
 HELPER_BIN := $(HELPER_SRC:%.c=$(B)/%)
 
 LIB_A := $(B)/libsuperpage.a
+RT_SO := $(B)/libsuperpage-run.so
+RT_A := $(B)/libsuperpage-rt-test.a
 LIB_SO := $(B)/$(SONAME)
 CLI := $(B)/superpage
 BENCH := $(B)/bench/membench
 
-all: $(CLI) $(LIB_SO) $(B)/libsuperpage.so $(LIB_A)
+all: $(CLI) $(LIB_SO) $(B)/libsuperpage.so $(LIB_A) $(RT_SO)
 
-$(B)/obj/%.o: %.c include/superpage.h $(wildcard src/core/*.h src/cli/*.h tests/*.h tests/unit/*.h)
+$(B)/obj/%.o: %.c include/superpage.h $(wildcard src/core/*.h src/cli/*.h src/runtime/*.h tests/*.h tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# The runtime lives inside other programs: its TLS is initial-exec (it is preloaded at
+# start), and it exports nothing but the malloc API (src/runtime/exports.map).
+$(B)/obj/src/runtime/%.o: src/runtime/%.c include/superpage.h $(wildcard src/core/*.h src/runtime/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Isrc/runtime -ftls-model=initial-exec -c -o $@ $<
+
+$(RT_SO): $(RT_OBJ) $(CORE_OBJ) src/runtime/exports.map
+	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=src/runtime/exports.map -Wl,-z,nodelete \
+		-o $@ $(RT_OBJ) $(CORE_OBJ) $(LIBS)
+
+$(RT_A): $(RT_CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
 
 $(LIB_A): $(CORE_OBJ)
 	@rm -f $@
@@ -70,9 +92,9 @@ $(B)/libsuperpage.so: $(LIB_SO)
 $(CLI): $(CLI_OBJ) $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LIB_A) $(LIBS)
 
-$(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) tests/check.h
+$(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) $(RT_A) tests/check.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -o $@ $< $(UNIT_HELP_OBJ) $(LIB_A) $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -Isrc/runtime -o $@ $< $(UNIT_HELP_OBJ) $(RT_A) $(LIB_A) $(LIBS)
 
 $(B)/tests/system/%: tests/system/%.c $(LIB_A) tests/check.h
 	@mkdir -p $(dir $@)
@@ -82,11 +104,17 @@ $(B)/tests/cli/%: tests/cli/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
 
+# Programs run under superpage run: plain C, no superpage calls (they must not be
+# sanitized: ASan brings its own malloc and cannot be preloaded behind ours).
+$(B)/tests/preload/%: tests/preload/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -lpthread -lm
+
 $(BENCH): bench/membench.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
 
-tests: all $(UNIT_BIN) $(SYS_BIN) $(HELPER_BIN)
+tests: all $(UNIT_BIN) $(SYS_BIN) $(HELPER_BIN) $(PRELOAD_BIN)
 
 check: tests
 	@bash tests/run.sh $(B)
@@ -100,6 +128,7 @@ install: all
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
 	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/superpage
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	install -m 755 $(RT_SO) $(DESTDIR)$(LIBDIR)/libsuperpage-run.so
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsuperpage.so
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libsuperpage.a
 	install -m 644 include/superpage.h $(DESTDIR)$(INCDIR)/superpage.h
@@ -113,6 +142,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/superpage $(DESTDIR)$(LIBDIR)/$(SONAME) \
 		$(DESTDIR)$(LIBDIR)/libsuperpage.so $(DESTDIR)$(LIBDIR)/libsuperpage.a \
+		$(DESTDIR)$(LIBDIR)/libsuperpage-run.so \
 		$(DESTDIR)$(INCDIR)/superpage.h $(DESTDIR)$(PCDIR)/superpage.pc \
 		$(DESTDIR)$(MANDIR)/man1/superpage.1 $(DESTDIR)$(MANDIR)/man3/superpage.3
 

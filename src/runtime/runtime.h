@@ -1,0 +1,48 @@
+/* runtime.h - what the files of libsuperpage-run.so (the LD_PRELOAD runtime) share. */
+#ifndef SP_RUNTIME_H
+#define SP_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "superpage.h"
+
+/* The options, read once from SUPERPAGE_* at the first malloc (or the constructor). */
+const struct sp_options *rt_options(void);
+
+/* Counters of the runtime, for the report at exit and for tests. */
+struct rt_stats {
+	uint64_t in_use;            /* bytes handed out to the program now (usable sizes) */
+	uint64_t peak_in_use;       /* the most in_use has been */
+	uint64_t mallocs, frees;    /* calls that allocated / freed a block */
+	/* 2 MiB units of heap memory mapped now, by the backing they got (4k means the
+	 * unit was asked for as THP but THP is off, or the backing is 4k). */
+	uint64_t units[SP_BACKING_COUNT];
+	uint64_t units_peak;        /* the most units mapped at once */
+	uint64_t large_blocks;      /* live blocks with a mapping of their own */
+	uint64_t large_bytes;       /* bytes mapped for them */
+	uint64_t mremaps;           /* reallocs served by moving pages, not copying */
+	uint64_t released_units;    /* empty units given back to the kernel */
+	/* Falls: a rung that was asked for and not had, by reason (enum sp_fall). */
+	uint64_t falls[SP_BACKING_COUNT][SP_FALL_COUNT];
+};
+void rt_stats_get(struct rt_stats *out);
+
+/* Writes the account of this process (stats + smaps coverage) to fd: a short text
+ * report, or JSON when json is true. Called at exit when SUPERPAGE_STATS is set. */
+void rt_report(int fd, bool json);
+
+/* A one-line message on stderr, "superpage: ...", with write(2) only (no malloc,
+ * no stdio): safe inside malloc. */
+void rt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* rt_say, only when SUPERPAGE_VERBOSE >= level. */
+void rt_verbose(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Says msg about a fall once per (rung, reason) when verbose >= 1, and counts it. */
+void rt_fall(enum sp_backing rung, enum sp_fall why);
+
+/* Ends the process with "superpage: MESSAGE" on stderr (heap corruption, double free:
+ * as glibc does, never walk on with a broken heap). */
+__attribute__((noreturn)) void rt_abort(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
