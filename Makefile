@@ -35,7 +35,7 @@ LIBS := -lpthread
 CORE_SRC := $(wildcard src/core/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 RT_SRC := $(wildcard src/runtime/*.c)
-RT_CORE_SRC := $(filter-out src/runtime/interpose.c,$(RT_SRC))
+RT_CORE_SRC := $(filter-out src/runtime/interpose.c src/runtime/mmap.c,$(RT_SRC))
 PRELOAD_SRC := $(wildcard tests/preload/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_HELP := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
@@ -72,7 +72,7 @@ $(B)/obj/src/runtime/%.o: src/runtime/%.c include/superpage.h $(wildcard src/cor
 	$(CC) $(ALL_CFLAGS) -Isrc/runtime -ftls-model=initial-exec -c -o $@ $<
 
 $(RT_SO): $(RT_OBJ) $(CORE_OBJ) src/runtime/exports.map
-	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=src/runtime/exports.map -Wl,-z,nodelete \
+	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=src/runtime/exports.map -Wl,-z,nodelete -Wl,-z,defs \
 		-o $@ $(RT_OBJ) $(CORE_OBJ) $(LIBS)
 
 $(RT_A): $(RT_CORE_OBJ)

@@ -249,6 +249,8 @@ enum sp_text_mode { SP_TEXT_NO = 0, SP_TEXT_MAIN, SP_TEXT_ALL };
 struct sp_options {
 	enum sp_backing backing;   /* SUPERPAGE_BACKING, default auto */
 	uint64_t min;              /* SUPERPAGE_MIN, default 2M */
+	uint64_t arena_min;        /* SUPERPAGE_ARENA_MIN: smaller private anonymous mmaps
+	                              are served from heap units, default 64K; 0 = none */
 	bool heap;                 /* SUPERPAGE_HEAP, default yes */
 	bool stacks;               /* SUPERPAGE_STACKS, default no */
 	bool shm;                  /* SUPERPAGE_SHM, default no */

@@ -15,6 +15,7 @@ static const struct command commands[] = {
 	{ "status", cmd_status, usage_status },
 	{ "pool", cmd_pool, usage_pool },
 	{ "stat", cmd_stat, usage_stat },
+	{ "run", cmd_run, usage_run },
 	{ "version", cmd_version, usage_version },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -23,13 +24,14 @@ static void usage(FILE *f)
 {
 	fputs("usage: superpage COMMAND [ARGS]\n"
 	      "\n"
-	      "Huge pages for Linux programs: what the machine offers, its pools, and how much\n"
-	      "of a process sits on huge pages.\n"
+	      "Huge pages for Linux programs: what the machine offers, its pools, how much of\n"
+	      "a process sits on huge pages, and running a program with its memory on them.\n"
 	      "\n"
 	      "commands:\n"
 	      "  status [--json]                       what this machine offers and what to fix\n"
 	      "  pool [--size 2M|1G] [--node N] COUNT  set a huge page pool and read it back\n"
 	      "  stat [--json] PID                     how much of a process is on huge pages\n"
+	      "  run [OPTIONS] [--] CMD [ARGS...]      run a program with its memory on huge pages\n"
 	      "  version                               print the version\n"
 	      "  help [COMMAND]                        print this help, or a command's\n"
 	      "\n"
@@ -94,7 +96,8 @@ int main(int argc, char **argv)
 	c = find_command(name);
 	if (!c)
 		return cli_error(EXIT_USAGE, "unknown command '%s' (see superpage --help)", name);
-	if (cli_wants_help(argc - 1, argv + 1)) {
+	/* run reads its own options: a --help after CMD is CMD's. */
+	if (c->run != cmd_run && cli_wants_help(argc - 1, argv + 1)) {
 		c->usage();
 		return finish(EXIT_OK);
 	}

@@ -13,6 +13,7 @@ void sp_options_default(struct sp_options *o)
 	memset(o, 0, sizeof *o);
 	o->backing = SP_BACKING_AUTO;
 	o->min = SP_2M_SIZE;
+	o->arena_min = 64 << 10;
 	o->heap = true;
 }
 
@@ -29,6 +30,7 @@ struct opt {
 static const struct opt opts[] = {
 	{ "SUPERPAGE_BACKING", OPT_BACKING, OFF(backing), "auto, thp, 2m, 1g or 4k" },
 	{ "SUPERPAGE_MIN", OPT_SIZE, OFF(min), "a size such as 2M" },
+	{ "SUPERPAGE_ARENA_MIN", OPT_SIZE, OFF(arena_min), "a size such as 64K, or 0" },
 	{ "SUPERPAGE_HEAP", OPT_BOOL, OFF(heap), "yes or no" },
 	{ "SUPERPAGE_STACKS", OPT_BOOL, OFF(stacks), "yes or no" },
 	{ "SUPERPAGE_SHM", OPT_BOOL, OFF(shm), "yes or no" },

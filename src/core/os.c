@@ -81,6 +81,27 @@ static int real_munmap(void *addr, size_t len)
 	return (int)sys_ret(syscall(SYS_munmap, addr, len), e);
 }
 
+static int real_mprotect(void *addr, size_t len, int prot)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_mprotect, addr, len, prot), e);
+}
+
+static int real_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr,
+		       void **out)
+{
+	int e = errno;
+	long r = syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+	if ((unsigned long)r >= (unsigned long)-4095) {
+		int err = errno;
+		errno = e;
+		return -err;
+	}
+	*out = (void *)r;
+	errno = e;
+	return 0;
+}
+
 static int real_madvise(void *addr, size_t len, int advice)
 {
 	int e = errno;
@@ -126,6 +147,8 @@ const struct sp_os sp_os_real = {
 	.getdents = real_getdents,
 	.mmap = real_mmap,
 	.munmap = real_munmap,
+	.mprotect = real_mprotect,
+	.mremap = real_mremap,
 	.madvise = real_madvise,
 	.memfd_create = real_memfd_create,
 	.prctl = real_prctl,

@@ -17,6 +17,9 @@ struct sp_os {
 	ssize_t (*getdents)(int fd, void *buf, size_t len);
 	int (*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off, void **out);
 	int (*munmap)(void *addr, size_t len);
+	int (*mprotect)(void *addr, size_t len, int prot);
+	int (*mremap)(void *old, size_t old_len, size_t new_len, int flags, void *new_addr,
+		      void **out);
 	int (*madvise)(void *addr, size_t len, int advice);
 	int (*memfd_create)(const char *name, unsigned flags);
 	int (*prctl)(int option, unsigned long arg2); /* returns prctl's value */

@@ -24,6 +24,10 @@ struct rt_stats {
 	uint64_t large_bytes;       /* bytes mapped for them */
 	uint64_t mremaps;           /* reallocs served by moving pages, not copying */
 	uint64_t released_units;    /* empty units given back to the kernel */
+	uint64_t small_mmaps;       /* private anonymous mmaps below SUPERPAGE_MIN served from
+	                               the heap's units (arenas of other allocators) */
+	uint64_t small_mmap_bytes;  /* bytes of them mapped now */
+	uint64_t large_mmaps;       /* mmaps of at least SUPERPAGE_MIN aligned to 2 MiB */
 	/* Falls: a rung that was asked for and not had, by reason (enum sp_fall). */
 	uint64_t falls[SP_BACKING_COUNT][SP_FALL_COUNT];
 };

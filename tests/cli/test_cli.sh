@@ -121,7 +121,7 @@ test_help() {
 	fi
 	if [ -z "$why" ]; then
 		sp --help
-		! grep -qE '^ +(run|bench)\b' "$tmp/out" || why="--help lists commands not in this build"
+		! grep -qE '^ +bench\b' "$tmp/out" || why="--help lists commands not in this build"
 	fi
 	if [ -n "$why" ]; then fail help "$why"; else pass help; fi
 }
@@ -150,7 +150,6 @@ test_bad_args() {
 	expect_usage_error bad_stat_sign stat +1
 	expect_usage_error bad_stat_option stat --bogus 1
 	expect_usage_error bad_command frobnicate
-	expect_usage_error bad_command_run run -- true
 	expect_usage_error bad_command_newline $'frob\nnicate'
 	expect_usage_error bad_status_option status --bogus
 	expect_usage_error bad_status_argument status now

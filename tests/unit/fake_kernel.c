@@ -840,6 +840,27 @@ static long fk_page_size(void)
 	return PAGE;
 }
 
+/* The core's probe and ladder never call these; the runtime does, on the real kernel. */
+static int fk_mprotect(void *addr, size_t len, int prot)
+{
+	(void)addr;
+	(void)len;
+	(void)prot;
+	return -ENOSYS;
+}
+
+static int fk_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr,
+		     void **out)
+{
+	(void)old;
+	(void)old_len;
+	(void)new_len;
+	(void)flags;
+	(void)new_addr;
+	(void)out;
+	return -ENOSYS;
+}
+
 const struct sp_os fk_os = {
 	.open = fk_open,
 	.read = fk_read,
@@ -848,6 +869,8 @@ const struct sp_os fk_os = {
 	.getdents = fk_getdents,
 	.mmap = fk_mmap,
 	.munmap = fk_munmap,
+	.mprotect = fk_mprotect,
+	.mremap = fk_mremap,
 	.madvise = fk_madvise,
 	.memfd_create = fk_memfd_create,
 	.prctl = fk_prctl,

@@ -1,0 +1,728 @@
+/* run.c - superpage run: starts a program with the superpage runtime preloaded and the
+ * SUPERPAGE_* environment set from the options, waits for it and exits with its status. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define RUNTIME_NAME "libsuperpage-run.so"
+#define THP_DIR "/sys/kernel/mm/transparent_hugepage"
+
+#ifndef PR_SET_THP_DISABLE
+#define PR_SET_THP_DISABLE 41
+#define PR_GET_THP_DISABLE 42
+#endif
+
+void usage_run(void)
+{
+	fputs("usage: superpage run [OPTIONS] [--] CMD [ARGS...]\n"
+	      "\n"
+	      "Runs CMD with the superpage runtime (libsuperpage-run.so) preloaded, so that its\n"
+	      "malloc heap and its large anonymous mappings are put on huge pages without\n"
+	      "changing it. Programs that CMD starts inherit the runtime and the options.\n"
+	      "\n"
+	      "  --backing B        auto (default), thp, 2m, 1g or 4k: the pages to back memory\n"
+	      "                     with; 4k also disables THP for CMD (an honest baseline)\n"
+	      "  --min SIZE         the smallest mapping to put on huge pages (default 2M)\n"
+	      "  --no-heap          leave the malloc heap on base pages\n"
+	      "  --text[=main|all]  program text and data on huge pages (not yet acted on)\n"
+	      "  --stacks           thread stacks on huge pages (not yet acted on)\n"
+	      "  --shm              shared memory on huge pages (not yet acted on)\n"
+	      "  --stats[=FILE]     at exit, each process prints an account of its memory to\n"
+	      "                     stderr, or appends it to FILE as one line of JSON\n"
+	      "  -v, --verbose[=N]  say each fallback once, when it happens; repeat for more\n"
+	      "                     (N from 0 to 3)\n"
+	      "\n"
+	      "The \"--\" may be left out when CMD does not start with '-'. Statically linked\n"
+	      "and setuid programs cannot be preloaded: they run without superpage, and it\n"
+	      "says so. Exit status: that of CMD (128+N if it died of signal N), 127 if CMD\n"
+	      "is not found, 126 if it cannot be run, 2 for bad options. See superpage-run(7).\n",
+	      stdout);
+}
+
+struct run_options {
+	const char *backing;     /* canonical name, or NULL: not given */
+	const char *min;         /* as given, checked */
+	bool no_heap, stacks, shm, stats;
+	const char *text;        /* "main" or "all", or NULL */
+	const char *stats_file;  /* as given, or NULL for stderr */
+	int verbose;             /* -1: not given */
+};
+
+/* ---------- the options ---------- */
+
+static int bad_option(const char *a)
+{
+	return cli_error(EXIT_USAGE, "run: unknown option '%s' (see superpage run --help)", a);
+}
+
+/* Parses the options; *cmd is the index of CMD. Returns 0, -1 after printing the
+ * help, or an exit status. */
+static int parse_options(int argc, char **argv, struct run_options *o, int *cmd)
+{
+	enum sp_backing b;
+	uint64_t size;
+	const char *v;
+	int i, m, rc;
+
+	memset(o, 0, sizeof *o);
+	o->verbose = -1;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || !a[1])
+			break;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage_run();
+			return -1;
+		}
+		if ((m = cli_opt_value(argc, argv, &i, "--backing", &v)) != 0) {
+			if (m < 0)
+				return EXIT_USAGE;
+			if (sp_backing_parse(v, &b) < 0)
+				return cli_error(EXIT_USAGE, "run: bad backing '%s' (auto, thp, 2m, 1g or 4k)", v);
+			o->backing = sp_backing_name(b);
+		} else if ((m = cli_opt_value(argc, argv, &i, "--min", &v)) != 0) {
+			if (m < 0)
+				return EXIT_USAGE;
+			rc = sp_parse_size(v, &size);
+			if (rc == -ERANGE)
+				return cli_error(EXIT_USAGE, "run: size '%s' is too large", v);
+			if (rc < 0)
+				return cli_error(EXIT_USAGE, "run: bad size '%s' for --min (a size such as 2M)", v);
+			o->min = v;
+		} else if (!strcmp(a, "--no-heap")) {
+			o->no_heap = true;
+		} else if (!strcmp(a, "--text")) {
+			o->text = "main";
+		} else if (!strncmp(a, "--text=", 7)) {
+			if (strcmp(a + 7, "main") && strcmp(a + 7, "all"))
+				return cli_error(EXIT_USAGE, "run: bad --text '%s' (main or all)", a + 7);
+			o->text = a + 7;
+		} else if (!strcmp(a, "--stacks")) {
+			o->stacks = true;
+		} else if (!strcmp(a, "--shm")) {
+			o->shm = true;
+		} else if (!strcmp(a, "--stats")) {
+			o->stats = true;
+			o->stats_file = NULL;
+		} else if (!strncmp(a, "--stats=", 8)) {
+			if (!a[8])
+				return cli_error(EXIT_USAGE, "run: --stats= needs a file name");
+			o->stats = true;
+			o->stats_file = a + 8;
+		} else if (!strcmp(a, "--verbose")) {
+			o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
+		} else if (!strncmp(a, "--verbose=", 10)) {
+			v = a + 10;
+			if (v[0] < '0' || v[0] > '3' || v[1])
+				return cli_error(EXIT_USAGE, "run: bad verbosity '%s' (0, 1, 2 or 3)", v);
+			o->verbose = v[0] - '0';
+		} else if (a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1)) {
+			o->verbose = (o->verbose < 0 ? 0 : o->verbose) + (int)strlen(a + 1);
+		} else {
+			return bad_option(a);
+		}
+	}
+	if (o->verbose > 3)
+		o->verbose = 3;
+	if (i >= argc)
+		return cli_error(EXIT_USAGE, "run: missing CMD, the program to run (see superpage run --help)");
+	*cmd = i;
+	return 0;
+}
+
+/* ---------- the environment of CMD ---------- */
+
+static int put_env(const char *name, const char *value)
+{
+	if (setenv(name, value, 1) == 0)
+		return 0;
+	return cli_error(EXIT_USAGE, "run: cannot set %s: %s", name, strerror(errno));
+}
+
+/* FILE made absolute, so that children in other directories append to the same file.
+ * The runtime takes paths shorter than SP_PATH_LEN. Returns 0 or an exit status. */
+static int stats_path(const char *file, char *out, size_t len)
+{
+	char cwd[PATH_MAX];
+	int n, fd;
+
+	if (file[0] == '/') {
+		n = snprintf(out, len, "%s", file);
+	} else {
+		if (!getcwd(cwd, sizeof cwd))
+			return cli_error(EXIT_USAGE, "run: cannot find the current directory for --stats=%s: %s",
+					 file, strerror(errno));
+		while (file[0] == '.' && file[1] == '/') {
+			file += 2;
+			while (*file == '/')
+				file++;
+		}
+		n = snprintf(out, len, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", file);
+	}
+	if (n < 0 || (size_t)n >= len)
+		return cli_error(EXIT_USAGE, "run: the --stats file's path is too long (at most %zu bytes)",
+				 len - 1);
+	/* Say now, not at the end of a long run, that the file cannot be written. */
+	fd = open(out, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return cli_error(EXIT_USAGE, "run: cannot write %s: %s", out, strerror(errno));
+	close(fd);
+	return 0;
+}
+
+static bool is_readable_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
+}
+
+/* The runtime next to this executable (the build tree), else in ../lib (installed).
+ * Returns 0 or an exit status. */
+static int find_runtime(char *out, size_t len)
+{
+	char dir[PATH_MAX], cand[PATH_MAX + 32], *slash;
+	ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+
+	if (n <= 0)
+		return cli_error(EXIT_USAGE, "run: cannot find the superpage executable (/proc/self/exe): %s",
+				 n < 0 ? strerror(errno) : "empty link");
+	dir[n] = 0;
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return cli_error(EXIT_USAGE, "run: /proc/self/exe is not a path: %s", dir);
+	*slash = 0;
+	snprintf(cand, sizeof cand, "%s/" RUNTIME_NAME, dir);
+	if (is_readable_file(cand) && strlen(cand) < len) {
+		memcpy(out, cand, strlen(cand) + 1);
+		return 0;
+	}
+	snprintf(cand, sizeof cand, "%s/../lib/" RUNTIME_NAME, dir);
+	if (len >= PATH_MAX && is_readable_file(cand) && realpath(cand, out))
+		return 0;
+	return cli_error(EXIT_USAGE, "run: cannot find the runtime: neither %s/%s nor %s/../lib/%s exists",
+			 dir, RUNTIME_NAME, dir, RUNTIME_NAME);
+}
+
+static bool is_runtime(const char *entry, size_t n, const char *rt)
+{
+	const char *base = entry;
+
+	if (n == strlen(rt) && !memcmp(entry, rt, n))
+		return true;
+	for (size_t k = 0; k < n; k++)
+		if (entry[k] == '/')
+			base = entry + k + 1;
+	return (size_t)(entry + n - base) == strlen(RUNTIME_NAME) &&
+	       !memcmp(base, RUNTIME_NAME, strlen(RUNTIME_NAME));
+}
+
+/* LD_PRELOAD with the runtime in front. Entries are separated by ':' or ' ' (as
+ * ld.so reads them); a runtime already in the list (this one, or another copy,
+ * as under a nested superpage run) is dropped, so it is never loaded twice. */
+static int set_preload(const char *rt)
+{
+	const char *old = getenv("LD_PRELOAD"), *p;
+	size_t len = strlen(rt) + (old ? strlen(old) : 0) + 2;
+	char *val = malloc(len), *w;
+	int rc;
+
+	if (!val)
+		return cli_error(EXIT_USAGE, "run: out of memory");
+	w = val + sprintf(val, "%s", rt);
+	for (p = old ? old : ""; *p;) {
+		size_t n = strcspn(p, ": ");
+
+		if (n && !is_runtime(p, n, rt)) {
+			*w++ = ':';
+			memcpy(w, p, n);
+			w += n;
+		}
+		p += n;
+		if (*p)
+			p++;
+	}
+	*w = 0;
+	rc = put_env("LD_PRELOAD", val);
+	free(val);
+	return rc;
+}
+
+static int set_environment(const struct run_options *o, const char *rt)
+{
+	char path[SP_PATH_LEN], level[2];
+	int rc;
+
+	if (o->backing && (rc = put_env("SUPERPAGE_BACKING", o->backing)))
+		return rc;
+	if (o->min && (rc = put_env("SUPERPAGE_MIN", o->min)))
+		return rc;
+	if (o->no_heap && (rc = put_env("SUPERPAGE_HEAP", "no")))
+		return rc;
+	if (o->text && (rc = put_env("SUPERPAGE_TEXT", o->text)))
+		return rc;
+	if (o->stacks && (rc = put_env("SUPERPAGE_STACKS", "yes")))
+		return rc;
+	if (o->shm && (rc = put_env("SUPERPAGE_SHM", "yes")))
+		return rc;
+	if (o->stats) {
+		if (o->stats_file && (rc = stats_path(o->stats_file, path, sizeof path)))
+			return rc;
+		if ((rc = put_env("SUPERPAGE_STATS", o->stats_file ? path : "yes")))
+			return rc;
+	}
+	if (o->verbose >= 0) {
+		level[0] = (char)('0' + o->verbose);
+		level[1] = 0;
+		if ((rc = put_env("SUPERPAGE_VERBOSE", level)))
+			return rc;
+	}
+	return set_preload(rt);
+}
+
+/* ---------- what the machine can give ---------- */
+
+/* The selected mode of a sysfs mode file ("always [madvise] never"), "" if none. */
+static void read_mode(const char *path, char *out, size_t len)
+{
+	char buf[256], *l, *r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+
+	out[0] = 0;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	l = strchr(buf, '[');
+	r = l ? strchr(l, ']') : NULL;
+	if (!l || !r) {
+		l = buf - 1;
+		r = buf + strcspn(buf, "\n");
+	}
+	snprintf(out, len, "%.*s", (int)(r - l - 1), l + 1);
+}
+
+/* What run needs to know, read cheaply: sp_probe's feature probes cost a millisecond,
+ * more than the whole run of a small program should. */
+struct offer {
+	struct sp_thp thp;       /* present, enabled, pmd_size and the PMD size's mTHP mode */
+	bool thp_off_here;       /* PR_SET_THP_DISABLE is set (and CMD inherits it) */
+	bool has_2m, has_1g;     /* the page size exists */
+	bool free_2m, free_1g;   /* its pool has free pages, or room to overcommit */
+};
+
+static bool pool_free(uint64_t size, bool *exists)
+{
+	struct sp_pool p;
+
+	*exists = sp_pool_get(size, -1, &p) == 0;
+	return *exists && (p.free > 0 || (p.overcommit > 0 && p.surplus < p.overcommit));
+}
+
+static void read_offer(struct offer *f)
+{
+	char path[128];
+	uint64_t pmd = 2ull << 20;
+	int fd;
+
+	memset(f, 0, sizeof *f);
+	f->free_2m = pool_free(2ull << 20, &f->has_2m);
+	f->free_1g = pool_free(1ull << 30, &f->has_1g);
+	read_mode(THP_DIR "/enabled", f->thp.enabled, sizeof f->thp.enabled);
+	f->thp.present = f->thp.enabled[0] != 0;
+	fd = open(THP_DIR "/hpage_pmd_size", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		char buf[32];
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+
+		if (n > 0) {
+			unsigned long long v;
+
+			buf[n] = 0;
+			v = strtoull(buf, NULL, 10);
+			if (v)
+				pmd = v;
+		}
+		close(fd);
+	}
+	f->thp.pmd_size = pmd;
+	snprintf(path, sizeof path, THP_DIR "/hugepages-%llukB/enabled", (unsigned long long)(pmd >> 10));
+	read_mode(path, f->thp.mthp[0].enabled, sizeof f->thp.mthp[0].enabled);
+	if (f->thp.mthp[0].enabled[0]) {
+		f->thp.mthp[0].size = pmd;
+		f->thp.n_mthp = 1;
+	}
+	f->thp_off_here = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) > 0;
+}
+
+/* Why THP cannot be had, or NULL if it can. */
+static const char *thp_why_not(const struct offer *f)
+{
+	if (!f->thp.present)
+		return "this kernel has no THP";
+	if (!strcmp(sp_thp_pmd_mode(&f->thp), "never"))
+		return "THP is never";
+	if (f->thp_off_here)
+		return "THP is disabled for this process by PR_SET_THP_DISABLE";
+	return NULL;
+}
+
+/* The command that turns THP on, where "never" is what keeps it off. */
+static const char *thp_fix(const struct offer *f)
+{
+	static char fix[160];
+
+	if (f->thp.n_mthp && strcmp(f->thp.mthp[0].enabled, "inherit"))
+		snprintf(fix, sizeof fix, "echo madvise >" THP_DIR "/hugepages-%llukB/enabled",
+			 (unsigned long long)(f->thp.pmd_size >> 10));
+	else
+		snprintf(fix, sizeof fix, "echo madvise >" THP_DIR "/enabled");
+	return fix;
+}
+
+/* One line when the backing asked for (or every backing but 4k) cannot be had here.
+ * The program runs all the same: the runtime falls down the ladder and counts it. */
+static void say_offer(enum sp_backing b)
+{
+	struct offer f;
+	const char *thp;
+
+	if (b == SP_BACKING_4K)
+		return;
+	read_offer(&f);
+	thp = thp_why_not(&f);
+	switch (b) {
+	case SP_BACKING_AUTO:
+		if (f.free_2m || f.free_1g || !thp)
+			return;
+		cli_warn("only 4 KiB pages can be had here (%s, %s): the program runs on base pages "
+			 "(see superpage status)",
+			 f.has_2m || f.has_1g ? "no free pool pages" : "no huge page pools", thp);
+		return;
+	case SP_BACKING_THP:
+		if (!thp)
+			return;
+		if (!f.thp.present)
+			cli_warn("--backing thp: %s: memory falls back to base pages", thp);
+		else if (f.thp_off_here && strcmp(sp_thp_pmd_mode(&f.thp), "never"))
+			cli_warn("--backing thp: %s (inherited from the parent): memory falls back to "
+				 "base pages", thp);
+		else
+			cli_warn("--backing thp: %s: memory falls back to base pages (to fix: %s)", thp,
+				 thp_fix(&f));
+		return;
+	case SP_BACKING_2M:
+		if (!f.has_2m)
+			cli_warn("--backing 2m: this machine has no 2 MiB huge pages: memory falls back to "
+				 "the next backing");
+		else if (!f.free_2m)
+			cli_warn("--backing 2m: the 2M pool has no free pages: memory falls back to the next "
+				 "backing (to fix: superpage pool 512)");
+		return;
+	case SP_BACKING_1G:
+		if (!f.has_1g)
+			cli_warn("--backing 1g: this machine has no 1 GiB huge pages: memory falls back to "
+				 "the next backing");
+		else if (!f.free_1g)
+			cli_warn("--backing 1g: the 1G pool has no free pages: memory falls back to the next "
+				 "backing (to fix: superpage pool --size 1G 4)");
+		return;
+	default:
+		return;
+	}
+}
+
+/* ---------- what CMD is ---------- */
+
+/* CMD as execvp finds it, or false if it finds none. */
+static bool resolve(const char *cmd, char *out, size_t len)
+{
+	const char *path = getenv("PATH"), *p;
+	struct stat st;
+
+	if (strchr(cmd, '/')) {
+		snprintf(out, len, "%s", cmd);
+		return true;
+	}
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (p = path;; p++) {
+		size_t n = strcspn(p, ":");
+		int w = n ? snprintf(out, len, "%.*s/%s", (int)n, p, cmd) : snprintf(out, len, "%s", cmd);
+
+		if (w > 0 && (size_t)w < len && access(out, X_OK) == 0 && stat(out, &st) == 0 &&
+		    S_ISREG(st.st_mode))
+			return true;
+		p += n;
+		if (!*p)
+			return false;
+	}
+}
+
+enum image { IMAGE_UNKNOWN, IMAGE_DYNAMIC, IMAGE_STATIC, IMAGE_OTHER_CLASS, IMAGE_SCRIPT };
+
+#if __SIZEOF_POINTER__ == 8
+#define NATIVE_CLASS ELFCLASS64
+#else
+#define NATIVE_CLASS ELFCLASS32
+#endif
+
+/* Does the ELF file have a PT_INTERP (a dynamic loader that will read LD_PRELOAD)? */
+static enum image elf_kind(int fd, const unsigned char *id)
+{
+	uint64_t phoff;
+	unsigned phnum, phentsize, type;
+	bool wide = id[EI_CLASS] == ELFCLASS64;
+	union {
+		Elf64_Ehdr e64;
+		Elf32_Ehdr e32;
+		Elf64_Phdr p64;
+		Elf32_Phdr p32;
+	} u;
+
+	if ((id[EI_CLASS] != ELFCLASS64 && id[EI_CLASS] != ELFCLASS32) || id[EI_DATA] != ELFDATA2LSB)
+		return IMAGE_UNKNOWN;
+	if (pread(fd, &u, wide ? sizeof u.e64 : sizeof u.e32, 0) != (ssize_t)(wide ? sizeof u.e64 : sizeof u.e32))
+		return IMAGE_UNKNOWN;
+	phoff = wide ? u.e64.e_phoff : u.e32.e_phoff;
+	phnum = wide ? u.e64.e_phnum : u.e32.e_phnum;
+	phentsize = wide ? u.e64.e_phentsize : u.e32.e_phentsize;
+	type = wide ? u.e64.e_type : u.e32.e_type;
+	if ((type != ET_EXEC && type != ET_DYN) || phnum == 0 || phnum == PN_XNUM ||
+	    phentsize < (wide ? sizeof u.p64 : sizeof u.p32))
+		return IMAGE_UNKNOWN;
+	for (unsigned k = 0; k < phnum; k++) {
+		size_t want = wide ? sizeof u.p64 : sizeof u.p32;
+
+		if (pread(fd, &u, want, (off_t)(phoff + (uint64_t)k * phentsize)) != (ssize_t)want)
+			return IMAGE_UNKNOWN;
+		if ((wide ? u.p64.p_type : u.p32.p_type) == PT_INTERP)
+			return id[EI_CLASS] == NATIVE_CLASS ? IMAGE_DYNAMIC : IMAGE_OTHER_CLASS;
+	}
+	return IMAGE_STATIC;
+}
+
+/* What the file is; for a script, *interp is its interpreter. */
+static enum image image_kind(const char *path, char *interp, size_t len)
+{
+	unsigned char head[256];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	enum image kind = IMAGE_UNKNOWN;
+	ssize_t n;
+
+	if (fd < 0)
+		return IMAGE_UNKNOWN;
+	n = read(fd, head, sizeof head - 1);
+	if (n >= EI_NIDENT && !memcmp(head, ELFMAG, SELFMAG)) {
+		kind = elf_kind(fd, head);
+	} else if (n > 2 && head[0] == '#' && head[1] == '!') {
+		char *s = (char *)head + 2;
+
+		head[n] = 0;
+		s += strspn(s, " \t");
+		s[strcspn(s, " \t\n")] = 0;
+		snprintf(interp, len, "%s", s);
+		kind = IMAGE_SCRIPT;
+	}
+	close(fd);
+	return kind;
+}
+
+/* Would the kernel start it in secure mode, where ld.so ignores LD_PRELOAD paths? */
+static const char *secure_exec(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return NULL;
+	if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
+		return "setuid";
+	if ((st.st_mode & S_ISGID) && st.st_gid != getgid())
+		return "setgid";
+	if (getuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0)
+		return "given file capabilities";
+	return NULL;
+}
+
+/* One line when CMD will not get the runtime: a static, setuid or foreign program
+ * (or a script run by one: the kernel ignores setuid on scripts). It runs all the same. */
+static void say_image(const char *cmd)
+{
+	char path[PATH_MAX], interp[PATH_MAX] = "", unused[8];
+	const char *why, *by = NULL, *exe;
+	enum image kind;
+
+	if (!resolve(cmd, path, sizeof path))
+		return;
+	kind = image_kind(path, interp, sizeof interp);
+	if (kind == IMAGE_SCRIPT) {
+		if (interp[0] != '/')
+			return;
+		by = interp;
+		kind = image_kind(interp, unused, sizeof unused);
+	}
+	exe = by ? by : path;
+	if ((why = secure_exec(exe))) {
+		if (by)
+			cli_warn("%s is run by %s, which is %s: it runs without superpage", path, by, why);
+		else
+			cli_warn("%s is %s: it runs without superpage (the loader ignores LD_PRELOAD "
+				 "for it)", path, why);
+	} else if (kind == IMAGE_STATIC) {
+		if (by)
+			cli_warn("%s is run by %s, which is statically linked: it runs without superpage",
+				 path, by);
+		else
+			cli_warn("%s is statically linked: it runs without superpage", path);
+	} else if (kind == IMAGE_OTHER_CLASS) {
+		cli_warn("%s is a %d-bit program and the runtime is not: it runs without superpage",
+			 exe, NATIVE_CLASS == ELFCLASS64 ? 32 : 64);
+	}
+}
+
+/* ---------- running it ---------- */
+
+static volatile sig_atomic_t child;
+
+static void forward(int sig)
+{
+	int e = errno;
+
+	if (child > 0)
+		kill((pid_t)child, sig);
+	errno = e;
+}
+
+static const int forwarded[] = { SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
+static const int ignored[] = { SIGINT, SIGQUIT };
+#define N_OF(a) (sizeof a / sizeof a[0])
+
+/* While CMD runs: SIGINT and SIGQUIT are ignored (the terminal sends them to CMD
+ * too, as with system()), the others are passed on to CMD. A signal this process
+ * ignored already stays ignored (nohup), and CMD ignores it as well. */
+static void catch_signals(void)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof sa);
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = SIG_IGN;
+	for (size_t k = 0; k < N_OF(ignored); k++)
+		sigaction(ignored[k], &sa, NULL);
+	sa.sa_handler = forward;
+	sa.sa_flags = SA_RESTART;
+	for (size_t k = 0; k < N_OF(forwarded); k++) {
+		if (sigaction(forwarded[k], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(forwarded[k], &sa, NULL);
+	}
+}
+
+/* Starts CMD and waits for it. Returns its exit status as a shell gives it. hint
+ * follows the error when CMD cannot be run (a value given to an option that takes
+ * none, as in "--stats out.json"). */
+static int start(char **cmd, const char *hint)
+{
+	sigset_t block, old;
+	int pipefd[2], err = 0, status;
+	ssize_t n;
+	pid_t pid;
+
+	sigemptyset(&block);
+	for (size_t k = 0; k < N_OF(ignored); k++)
+		sigaddset(&block, ignored[k]);
+	for (size_t k = 0; k < N_OF(forwarded); k++)
+		sigaddset(&block, forwarded[k]);
+	/* A pipe that closes on exec: the child writes errno to it if exec fails. */
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return cli_error(EXIT_USAGE, "run: cannot start %s: pipe: %s", cmd[0], strerror(errno));
+	fflush(NULL);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	pid = fork();
+	if (pid < 0) {
+		err = errno;
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return cli_error(EXIT_USAGE, "run: cannot start %s: fork: %s", cmd[0], strerror(err));
+	}
+	if (pid == 0) {
+		close(pipefd[0]);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		execvp(cmd[0], cmd);
+		err = errno;
+		while (write(pipefd[1], &err, sizeof err) < 0 && errno == EINTR)
+			;
+		_exit(127);
+	}
+	child = pid;
+	catch_signals();
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(pipefd[1]);
+	do
+		n = read(pipefd[0], &err, sizeof err);
+	while (n < 0 && errno == EINTR);
+	close(pipefd[0]);
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return cli_error(EXIT_USAGE, "run: cannot wait for %s: %s", cmd[0], strerror(errno));
+	}
+	if (n == (ssize_t)sizeof err)
+		return cli_error(err == EACCES ? 126 : 127, "cannot run %s: %s%s", cmd[0], strerror(err),
+				 hint);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+/* The backing CMD will run with: the option, else a good inherited value, else auto. */
+static enum sp_backing effective_backing(const struct run_options *o)
+{
+	enum sp_backing b = SP_BACKING_AUTO;
+	const char *env = o->backing ? o->backing : getenv("SUPERPAGE_BACKING");
+
+	if (env && sp_backing_parse(env, &b) < 0)
+		b = SP_BACKING_AUTO;
+	return b;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_options o;
+	char rt[PATH_MAX], hint[PATH_MAX + 64] = "";
+	enum sp_backing b;
+	int cmd = 0, rc;
+
+	rc = parse_options(argc, argv, &o, &cmd);
+	if (rc)
+		return rc < 0 ? EXIT_OK : rc;
+	if ((rc = find_runtime(rt, sizeof rt)) || (rc = set_environment(&o, rt)))
+		return rc;
+	b = effective_backing(&o);
+	if (b == SP_BACKING_4K && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) < 0)
+		cli_warn("cannot disable THP for %s (PR_SET_THP_DISABLE: %s): the 4k baseline may "
+			 "get huge pages where THP is always", argv[cmd], strerror(errno));
+	say_offer(b);
+	say_image(argv[cmd]);
+	if (!strcmp(argv[cmd - 1], "--stats") || !strcmp(argv[cmd - 1], "--text"))
+		snprintf(hint, sizeof hint, " (to give %s a value, write %s=%s)", argv[cmd - 1],
+			 argv[cmd - 1], argv[cmd]);
+	return start(argv + cmd, hint);
+}

@@ -1,0 +1,93 @@
+/* heap.h - the runtime allocator's parts: size classes, the page heap over 2 MiB units,
+ * spans, and the rt_* entry points that interpose.c exports as malloc & co. */
+#ifndef SP_HEAP_H
+#define SP_HEAP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime.h"
+
+#define PAGE_SHIFT 12
+#define PAGE_SIZE (1ul << PAGE_SHIFT)
+#define UNIT_SHIFT 21
+#define UNIT_SIZE (1ul << UNIT_SHIFT)
+#define PAGES_PER_UNIT (UNIT_SIZE / PAGE_SIZE)
+
+/* ---- size classes (sizeclass.c) ---- */
+#define NCLASS 40
+#define SMALL_MAX 32768ul          /* larger requests are page runs or units */
+#define MEDIUM_MAX (1ul << 20)     /* larger requests get whole units */
+#define MIN_ALIGN 16ul
+void classes_init(void);
+unsigned class_of(size_t size);    /* size must be 1..SMALL_MAX */
+size_t class_size(unsigned c);
+unsigned class_pages(unsigned c);  /* pages in one span of the class */
+unsigned class_batch(unsigned c);  /* objects moved at once between caches */
+
+/* ---- spans and the page heap (pages.c) ---- */
+enum span_kind { SPAN_SMALL = 1, SPAN_MEDIUM, SPAN_LARGE, SPAN_MMAP };
+#define SPAN_MAGIC 0x53504e31u
+
+struct span {
+	uint32_t magic;
+	uint8_t kind;
+	uint8_t cls;           /* SPAN_SMALL */
+	uint8_t clean;         /* memory known to be zero (fresh from the kernel) */
+	uint8_t backing;       /* enum sp_backing of its units */
+	uintptr_t start;
+	size_t npages;         /* SMALL/MEDIUM: pages; LARGE: pages of whole units */
+	/* SPAN_SMALL: objects */
+	void *freelist;
+	uintptr_t bump, end;   /* never-used objects are [bump, end) */
+	uint32_t used, nobj;
+	struct span *prev, *next; /* the class's list of spans with free objects */
+	bool listed;
+	bool prot_changed;     /* SPAN_MMAP: the program mprotect'ed some of it */
+};
+
+/* Sets up the reserved range and metadata; 0 or -errno. Called once, under init. */
+int pages_init(const struct sp_options *o);
+/* A span of npages pages (<= PAGES_PER_UNIT/2 for MEDIUM), aligned to align_pages
+ * (a power of two <= PAGES_PER_UNIT); NULL if out of memory. Takes the page-heap lock. */
+struct span *pages_alloc_run(size_t npages, size_t align_pages, enum span_kind kind);
+/* A span of whole units (size bytes rounded up to units), aligned to align bytes. */
+struct span *pages_alloc_large(size_t size, size_t align);
+/* Gives a span's memory back (SMALL/MEDIUM pages or LARGE units). */
+void pages_free(struct span *s);
+/* Resizes a LARGE span in place or by moving its pages; false if it cannot (the
+ * caller copies). On success *moved says whether s->start changed. */
+bool pages_resize_large(struct span *s, size_t new_size, bool *moved);
+/* The span owning addr, or NULL if addr is not in the heap's range at all (and
+ * *in_range false). A page of the range with no span gives NULL, *in_range true. */
+struct span *pages_lookup(const void *addr, bool *in_range);
+/* For SMALL spans: record the span on every page (objects are anywhere in it). */
+void pages_map_all(struct span *s);
+/* Unmaps what SPAN_MMAP spans have in [addr, addr+len): their pages go back to the
+ * page heap, the spans are cut. Pages of other spans are left alone. */
+void pages_unmap(uintptr_t addr, size_t len);
+/* Marks the SPAN_MMAP spans in [addr, addr+len) as having had their protection
+ * changed (they get PROT_READ|PROT_WRITE back when unmapped). */
+void pages_note_mprotect(uintptr_t addr, size_t len);
+/* The range [lo, hi) the heap reserves: everything in it is the heap's. */
+void pages_range(uintptr_t *lo, uintptr_t *hi);
+void pages_lock(void);
+void pages_unlock(void);
+void pages_stats(struct rt_stats *st);
+/* Counts a program's mmap served by mmap.c (large: aligned; else from units). */
+void pages_note_mmap(bool large);
+
+/* ---- entry points (heap.c) ---- */
+void *rt_malloc(size_t size);
+void rt_free(void *p);
+void *rt_calloc(size_t n, size_t size);
+void *rt_realloc(void *p, size_t size);
+void *rt_memalign(size_t align, size_t size);
+size_t rt_usable_size(const void *p);
+/* Ready to serve: options read, range reserved. Idempotent, thread-safe. */
+bool rt_init(void);
+
+
+#endif

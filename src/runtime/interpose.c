@@ -1,0 +1,172 @@
+/* interpose.c - the malloc API as the program sees it, served by the runtime's heap. */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "heap.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT void *malloc(size_t size)
+{
+	return rt_malloc(size);
+}
+
+EXPORT void free(void *p)
+{
+	rt_free(p);
+}
+
+EXPORT void cfree(void *p)
+{
+	rt_free(p);
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	return rt_calloc(n, size);
+}
+
+EXPORT void *realloc(void *p, size_t size)
+{
+	return rt_realloc(p, size);
+}
+
+EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return rt_realloc(p, total);
+}
+
+EXPORT void *memalign(size_t align, size_t size)
+{
+	/* glibc rounds an alignment that is not a power of two up to one. */
+	if (align & (align - 1)) {
+		size_t a = 1;
+		while (a < align && a)
+			a <<= 1;
+		if (!a) {
+			errno = EINVAL;
+			return NULL;
+		}
+		align = a;
+	}
+	return rt_memalign(align, size);
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	if (align == 0 || (align & (align - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return rt_memalign(align, size);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (align < sizeof(void *) || (align & (align - 1)))
+		return EINVAL;
+	int saved = errno;
+	void *p = rt_memalign(align, size);
+	int r = p ? 0 : errno;
+	errno = saved;
+	if (p)
+		*out = p;
+	return r;
+}
+
+EXPORT void *valloc(size_t size)
+{
+	return rt_memalign((size_t)sysconf(_SC_PAGESIZE), size);
+}
+
+EXPORT void *pvalloc(size_t size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t rounded;
+	if (__builtin_add_overflow(size, page - 1, &rounded)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rounded &= ~(page - 1);
+	return rt_memalign(page, rounded ? rounded : page);
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+	return rt_usable_size(p);
+}
+
+/* Benign answers: nothing to tune, nothing held back that trim could return (empty
+ * units go back whole as they empty). */
+EXPORT int mallopt(int param, int value)
+{
+	(void)param;
+	(void)value;
+	return 1;
+}
+
+EXPORT int malloc_trim(size_t pad)
+{
+	(void)pad;
+	return 0;
+}
+
+EXPORT struct mallinfo2 mallinfo2(void)
+{
+	struct mallinfo2 mi;
+	struct rt_stats st;
+	memset(&mi, 0, sizeof mi);
+	rt_stats_get(&st);
+	uint64_t mapped = 0;
+	for (int b = 0; b < SP_BACKING_COUNT; b++)
+		mapped += st.units[b];
+	mi.arena = (size_t)(mapped * UNIT_SIZE);
+	mi.hblks = (size_t)st.large_blocks;
+	mi.hblkhd = (size_t)st.large_bytes;
+	mi.uordblks = (size_t)st.in_use;
+	mi.fordblks = mi.arena > mi.uordblks ? mi.arena - mi.uordblks : 0;
+	return mi;
+}
+
+EXPORT struct mallinfo mallinfo(void)
+{
+	struct mallinfo2 m2 = mallinfo2();
+	struct mallinfo mi;
+	memset(&mi, 0, sizeof mi);
+	mi.arena = (int)m2.arena;
+	mi.hblks = (int)m2.hblks;
+	mi.hblkhd = (int)m2.hblkhd;
+	mi.uordblks = (int)m2.uordblks;
+	mi.fordblks = (int)m2.fordblks;
+	return mi;
+}
+
+EXPORT void malloc_stats(void)
+{
+	rt_report(2, false);
+}
+
+EXPORT int malloc_info(int options, FILE *f)
+{
+	(void)f;
+	if (options != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+/* glibc's internal names, used by some programs and libraries to reach malloc. */
+EXPORT void *__libc_malloc(size_t size) { return rt_malloc(size); }
+EXPORT void __libc_free(void *p) { rt_free(p); }
+EXPORT void *__libc_calloc(size_t n, size_t size) { return rt_calloc(n, size); }
+EXPORT void *__libc_realloc(void *p, size_t size) { return rt_realloc(p, size); }
+EXPORT void *__libc_memalign(size_t align, size_t size) { return memalign(align, size); }

@@ -1,0 +1,853 @@
+/* pages.c - the page heap: one reserved range of address space cut into 2 MiB units;
+ * small and medium spans are runs of 4 KiB pages packed into the fullest unit that
+ * fits, large blocks are runs of whole units, and empty units go back to the kernel
+ * whole (never in 4 KiB pieces that would split a huge page). */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "heap.h"
+#include "internal.h"
+
+#ifndef MREMAP_MAYMOVE
+#define MREMAP_MAYMOVE 1
+#endif
+#ifndef MREMAP_FIXED
+#define MREMAP_FIXED 2
+#endif
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
+enum unit_state { U_FREE = 0, U_HEAP, U_LARGE, U_RELEASING };
+#define NO_UNIT (-1)
+#define NBUCKET 10          /* HEAP units by longest free run: [2^b, 2^(b+1)) pages */
+#define NO_BUCKET 0xff
+#define GROW_UNITS 32       /* the writable part of the range grows 64 MiB at a time */
+#define SKIP_NS 1000000000ull
+
+struct unit {
+	uint64_t free[PAGES_PER_UNIT / 64]; /* HEAP: 1 = free page */
+	uint16_t nfree, longest;
+	uint8_t state, backing, bucket;
+	uint8_t resident;                   /* may hold pages (touched since released) */
+	uint8_t in_cache;                   /* FREE, resident, in the empty-unit cache */
+	int32_t prev, next;                 /* bucket list (HEAP) or empty cache (FREE) */
+};
+
+static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t base;
+static size_t max_units, frontier;
+static struct unit *units;
+static uint64_t *freebits;                /* 1 = unit FREE and below the frontier */
+static _Atomic(struct span *) *pagemap;
+static int32_t bucket_head[NBUCKET];
+static int32_t cache_head = NO_UNIT, cache_tail = NO_UNIT;
+static size_t cached, heap_units;
+static enum sp_backing policy;            /* what units are asked to be */
+static uint64_t hugetlb_skip_until;
+/* span descriptors */
+static struct span *span_free_list;
+static char *span_chunk;
+static size_t span_chunk_left;
+/* stats, under plock */
+static uint64_t st_units[SP_BACKING_COUNT], st_units_peak, st_large_blocks, st_large_bytes;
+static uint64_t st_mremaps, st_released, st_small_mmap_pages;
+static uint64_t st_falls[SP_BACKING_COUNT][SP_FALL_COUNT];
+
+void pages_lock(void) { pthread_mutex_lock(&plock); }
+void pages_unlock(void) { pthread_mutex_unlock(&plock); }
+
+static uintptr_t unit_addr(size_t u) { return base + (u << UNIT_SHIFT); }
+
+static void fall(enum sp_backing rung, enum sp_fall why)
+{
+	st_falls[rung][why]++;
+	rt_fall(rung, why);
+}
+
+/* ---------- bitmaps ---------- */
+
+static void bits_set(uint64_t *b, size_t from, size_t n, bool on)
+{
+	for (size_t i = from; i < from + n; i++) {
+		if (on)
+			b[i >> 6] |= 1ull << (i & 63);
+		else
+			b[i >> 6] &= ~(1ull << (i & 63));
+	}
+}
+
+static bool bit(const uint64_t *b, size_t i)
+{
+	return b[i >> 6] >> (i & 63) & 1;
+}
+
+/* First index >= from below limit whose bit is `on`, or limit. */
+static size_t bits_next(const uint64_t *b, size_t from, size_t limit, bool on)
+{
+	size_t i = from;
+	while (i < limit) {
+		uint64_t w = b[i >> 6];
+		if (!on)
+			w = ~w;
+		w &= ~0ull << (i & 63);
+		if (w) {
+			size_t f = (i & ~(size_t)63) + (size_t)__builtin_ctzll(w);
+			return f < limit ? f : limit;
+		}
+		i = (i | 63) + 1;
+	}
+	return limit;
+}
+
+/* A run of n set bits starting at a multiple of align, below limit; or limit. */
+static size_t bits_find_run(const uint64_t *b, size_t limit, size_t n, size_t align)
+{
+	size_t i = 0;
+	while (i + n <= limit) {
+		size_t f = bits_next(b, i, limit, true);
+		f = (f + align - 1) & ~(align - 1);
+		if (f + n > limit)
+			return limit;
+		size_t used = bits_next(b, f, f + n, false);
+		if (used == f + n)
+			return f;
+		i = used + 1;
+	}
+	return limit;
+}
+
+static uint16_t longest_run(const uint64_t *b)
+{
+	size_t best = 0, i = 0;
+	while (i < PAGES_PER_UNIT) {
+		size_t f = bits_next(b, i, PAGES_PER_UNIT, true);
+		if (f == PAGES_PER_UNIT)
+			break;
+		size_t e = bits_next(b, f, PAGES_PER_UNIT, false);
+		if (e - f > best)
+			best = e - f;
+		i = e;
+	}
+	return (uint16_t)best;
+}
+
+/* ---------- unit lists ---------- */
+
+static void list_unlink(int32_t *head, int32_t *tail, int32_t u)
+{
+	struct unit *x = &units[u];
+	if (x->prev != NO_UNIT)
+		units[x->prev].next = x->next;
+	else
+		*head = x->next;
+	if (x->next != NO_UNIT)
+		units[x->next].prev = x->prev;
+	else if (tail)
+		*tail = x->prev;
+	x->prev = x->next = NO_UNIT;
+}
+
+static void list_push_front(int32_t *head, int32_t *tail, int32_t u)
+{
+	struct unit *x = &units[u];
+	x->prev = NO_UNIT;
+	x->next = *head;
+	if (*head != NO_UNIT)
+		units[*head].prev = u;
+	else if (tail)
+		*tail = u;
+	*head = u;
+}
+
+static unsigned bucket_of(unsigned longest)
+{
+	unsigned b = 31u - (unsigned)__builtin_clz(longest);
+	return b < NBUCKET ? b : NBUCKET - 1;
+}
+
+/* Puts a HEAP unit in the bucket of its longest free run (none when full). */
+static void rebucket(int32_t u)
+{
+	struct unit *x = &units[u];
+	if (x->bucket != NO_BUCKET)
+		list_unlink(&bucket_head[x->bucket], NULL, u);
+	x->bucket = NO_BUCKET;
+	x->longest = longest_run(x->free);
+	if (x->longest) {
+		x->bucket = (uint8_t)bucket_of(x->longest);
+		list_push_front(&bucket_head[x->bucket], NULL, u);
+	}
+}
+
+static void cache_remove(int32_t u)
+{
+	list_unlink(&cache_head, &cache_tail, u);
+	units[u].in_cache = 0;
+	cached--;
+}
+
+/* ---------- backing units ---------- */
+
+/* Maps n units at u with hugetlb 2 MiB pages, moved into place over the range (a
+ * mapping made elsewhere and moved, so a refusal leaves the range as it was). */
+static bool back_hugetlb(size_t u, size_t n)
+{
+	uint64_t now = sp_os->now_ns();
+	if (now < hugetlb_skip_until) {
+		fall(SP_BACKING_2M, SP_FALL_SKIPPED);
+		return false;
+	}
+	void *tmp, *out;
+	size_t len = n << UNIT_SHIFT;
+	int r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0, &tmp);
+	if (r < 0) {
+		struct sp_pool pool;
+		bool none = sp_pool_get(UNIT_SIZE, -1, &pool) == 0 && pool.total == 0;
+		fall(SP_BACKING_2M, r == -ENOMEM ? (none ? SP_FALL_NO_POOL : SP_FALL_POOL_EMPTY)
+						 : r == -EINVAL ? SP_FALL_UNSUPPORTED : SP_FALL_MMAP);
+		hugetlb_skip_until = now + SKIP_NS;
+		return false;
+	}
+	r = sp_os->mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)unit_addr(u), &out);
+	if (r < 0) {
+		sp_os->munmap(tmp, len);
+		fall(SP_BACKING_2M, SP_FALL_MMAP);
+		return false;
+	}
+	return true;
+}
+
+/* Puts plain anonymous memory back where hugetlb units were (their pages return to
+ * the pool), with the range's THP advice. */
+static bool unback_hugetlb(size_t u, size_t n)
+{
+	void *tmp, *out;
+	size_t len = n << UNIT_SHIFT;
+	if (sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &tmp) < 0)
+		return false;
+	sp_os->madvise(tmp, len, policy == SP_BACKING_4K ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+	if (sp_os->mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)unit_addr(u),
+			  &out) < 0) {
+		sp_os->munmap(tmp, len);
+		return false;
+	}
+	hugetlb_skip_until = 0;
+	return true;
+}
+
+/* Gives n units at u the policy's backing; returns the backing they got. */
+static enum sp_backing back_units(size_t u, size_t n)
+{
+	if (policy == SP_BACKING_2M || policy == SP_BACKING_1G) {
+		if (back_hugetlb(u, n))
+			return SP_BACKING_2M;
+		const struct sp_view *v = sp_view_get();
+		return v->thp_never || v->features.thp_disabled_here ? SP_BACKING_4K : SP_BACKING_THP;
+	}
+	return policy;
+}
+
+static void count_units(enum sp_backing b, long n)
+{
+	st_units[b] += (uint64_t)n;
+	uint64_t total = 0;
+	for (int i = 0; i < SP_BACKING_COUNT; i++)
+		total += st_units[i];
+	if (total > st_units_peak)
+		st_units_peak = total;
+}
+
+/* ---------- the range ---------- */
+
+static int grow(size_t need_units)
+{
+	size_t want = need_units > frontier + GROW_UNITS ? need_units : frontier + GROW_UNITS;
+	if (want > max_units)
+		want = max_units;
+	if (want < need_units)
+		return -ENOMEM;
+	size_t add = want - frontier;
+	int r = sp_os->mprotect((void *)unit_addr(frontier), add << UNIT_SHIFT,
+				PROT_READ | PROT_WRITE);
+	if (r < 0)
+		return r;
+	/* One page of pagemap per unit: 512 pointers. */
+	r = sp_os->mprotect((char *)pagemap + frontier * PAGE_SIZE, add * PAGE_SIZE,
+			    PROT_READ | PROT_WRITE);
+	if (r < 0)
+		return r;
+	for (size_t u = frontier; u < want; u++) {
+		units[u].state = U_FREE;
+		units[u].prev = units[u].next = NO_UNIT;
+		units[u].bucket = NO_BUCKET;
+	}
+	bits_set(freebits, frontier, add, true);
+	__atomic_store_n(&frontier, want, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int pages_init(const struct sp_options *o)
+{
+	static const size_t sizes_gib[] = { 256, 64, 16, 4 };
+	policy = o->backing == SP_BACKING_AUTO ? SP_BACKING_THP : o->backing;
+	const struct sp_view *v = sp_view_get();
+	if (policy == SP_BACKING_THP && (!v->thp_present || v->thp_never ||
+					 v->features.thp_disabled_here)) {
+		fall(SP_BACKING_THP, !v->thp_present ? SP_FALL_UNSUPPORTED : SP_FALL_THP_OFF);
+		policy = SP_BACKING_4K;
+	}
+	for (size_t i = 0; i < sizeof sizes_gib / sizeof *sizes_gib; i++) {
+		size_t len = sizes_gib[i] << 30;
+		void *p;
+		/* Address space only: PROT_NONE costs nothing until the frontier grows. */
+		if (sp_os->mmap(NULL, len + (1ul << 30), PROT_NONE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &p) < 0)
+			continue;
+		uintptr_t a = ((uintptr_t)p + (1ul << 30) - 1) & ~((uintptr_t)(1ul << 30) - 1);
+		if (a > (uintptr_t)p)
+			sp_os->munmap(p, a - (uintptr_t)p);
+		uintptr_t end = (uintptr_t)p + len + (1ul << 30);
+		if (end > a + len)
+			sp_os->munmap((void *)(a + len), end - (a + len));
+		base = a;
+		max_units = len >> UNIT_SHIFT;
+		break;
+	}
+	if (!base)
+		return -ENOMEM;
+	sp_os->madvise((void *)base, max_units << UNIT_SHIFT,
+		       policy == SP_BACKING_4K ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+	void *m;
+	size_t meta = max_units * sizeof(struct unit) + (max_units / 64 + 1) * 8;
+	if (sp_os->mmap(NULL, meta, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
+		return -ENOMEM;
+	units = m;
+	freebits = (uint64_t *)(void *)((char *)m + max_units * sizeof(struct unit));
+	if (sp_os->mmap(NULL, max_units * PAGE_SIZE, PROT_NONE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
+		return -ENOMEM;
+	pagemap = m;
+	for (int b = 0; b < NBUCKET; b++)
+		bucket_head[b] = NO_UNIT;
+	return 0;
+}
+
+/* ---------- span descriptors ---------- */
+
+static struct span *span_new(void)
+{
+	struct span *s = span_free_list;
+	if (s) {
+		span_free_list = s->next;
+	} else {
+		if (span_chunk_left < sizeof *s) {
+			void *c;
+			if (sp_os->mmap(NULL, 65536, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &c) < 0)
+				return NULL;
+			span_chunk = c;
+			span_chunk_left = 65536;
+		}
+		s = (struct span *)(void *)span_chunk;
+		span_chunk += sizeof *s;
+		span_chunk_left -= sizeof *s;
+	}
+	memset(s, 0, sizeof *s);
+	s->magic = SPAN_MAGIC;
+	return s;
+}
+
+static void span_delete(struct span *s)
+{
+	s->magic = 0;
+	s->next = span_free_list;
+	span_free_list = s;
+}
+
+static size_t page_of(uintptr_t a)
+{
+	return (a - base) >> PAGE_SHIFT;
+}
+
+static void map_set(size_t page, struct span *s)
+{
+	atomic_store_explicit(&pagemap[page], s, memory_order_release);
+}
+
+void pages_map_all(struct span *s)
+{
+	size_t p0 = page_of(s->start);
+	for (size_t i = 0; i < s->npages; i++)
+		map_set(p0 + i, s);
+}
+
+struct span *pages_lookup(const void *addr, bool *in_range)
+{
+	uintptr_t a = (uintptr_t)addr;
+	*in_range = a >= base && a < base + (max_units << UNIT_SHIFT);
+	if (!*in_range || a >= unit_addr(__atomic_load_n(&frontier, __ATOMIC_ACQUIRE)))
+		return NULL;
+	return atomic_load_explicit(&pagemap[page_of(a)], memory_order_acquire);
+}
+
+/* ---------- units for the page heap ---------- */
+
+/* A FREE unit for the page heap: a resident empty one first (no new memory), else
+ * the lowest free one. Returns its index or NO_UNIT. */
+static int32_t take_unit(void)
+{
+	int32_t u = cache_head;
+	if (u != NO_UNIT) {
+		cache_remove(u);
+	} else {
+		size_t f = bits_next(freebits, 0, frontier, true);
+		if (f == frontier) {
+			if (grow(frontier + 1) < 0)
+				return NO_UNIT;
+			f = bits_next(freebits, 0, frontier, true);
+			if (f == frontier)
+				return NO_UNIT;
+		}
+		u = (int32_t)f;
+	}
+	bits_set(freebits, (size_t)u, 1, false);
+	struct unit *x = &units[u];
+	enum sp_backing got = x->resident && x->backing ? (enum sp_backing)x->backing
+							  : back_units((size_t)u, 1);
+	x->state = U_HEAP;
+	x->backing = (uint8_t)got;
+	x->resident = 1;
+	x->nfree = PAGES_PER_UNIT;
+	memset(x->free, 0xff, sizeof x->free);
+	x->bucket = NO_BUCKET;
+	heap_units++;
+	count_units(got, 1);
+	return u;
+}
+
+struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
+{
+	pthread_mutex_lock(&plock);
+	struct span *s = span_new();
+	int32_t u = NO_UNIT;
+	size_t at = PAGES_PER_UNIT;
+	if (!s)
+		goto fail;
+	/* Best fit by longest free run: the smallest bucket that can hold the run. */
+	for (unsigned b = bucket_of((unsigned)npages); b < NBUCKET && u == NO_UNIT; b++) {
+		for (int32_t c = bucket_head[b]; c != NO_UNIT; c = units[c].next) {
+			if (units[c].longest < npages)
+				continue;
+			at = bits_find_run(units[c].free, PAGES_PER_UNIT, npages, align);
+			if (at < PAGES_PER_UNIT) {
+				u = c;
+				break;
+			}
+		}
+	}
+	if (u == NO_UNIT) {
+		u = take_unit();
+		if (u == NO_UNIT)
+			goto fail;
+		at = 0;
+	}
+	struct unit *x = &units[u];
+	bits_set(x->free, at, npages, false);
+	x->nfree = (uint16_t)(x->nfree - npages);
+	rebucket(u);
+	s->kind = (uint8_t)kind;
+	s->start = unit_addr((size_t)u) + (at << PAGE_SHIFT);
+	s->npages = npages;
+	s->backing = x->backing;
+	if (kind == SPAN_MMAP)
+		st_small_mmap_pages += npages;
+	if (kind == SPAN_SMALL || kind == SPAN_MMAP)
+		pages_map_all(s);
+	else
+		map_set(page_of(s->start), s);
+	pthread_mutex_unlock(&plock);
+	return s;
+fail:
+	if (s)
+		span_delete(s);
+	pthread_mutex_unlock(&plock);
+	return NULL;
+}
+
+/* Units to release, gathered under the lock and given back after it. */
+struct release { size_t u, n; };
+
+/* A unit or run of units has no user any more: keep it resident in the empty cache
+ * while the cache is small (a program that frees and allocates again pays no fault),
+ * else mark it RELEASING for the caller to give back. */
+static bool retire_units(size_t u, size_t n, struct release *rel)
+{
+	size_t limit = heap_units / 32 > 1 ? heap_units / 32 : 1;
+	bool hugetlb = units[u].backing == SP_BACKING_2M;
+	for (size_t i = u; i < u + n; i++)
+		count_units((enum sp_backing)units[i].backing, -1);
+	if (!hugetlb && n == 1 && cached < limit) {
+		units[u].state = U_FREE;
+		units[u].in_cache = 1;
+		list_push_front(&cache_head, &cache_tail, (int32_t)u);
+		cached++;
+		bits_set(freebits, u, 1, true);
+		return false;
+	}
+	for (size_t i = u; i < u + n; i++)
+		units[i].state = U_RELEASING;
+	rel->u = u;
+	rel->n = n;
+	return true;
+}
+
+/* Gives the units back to the kernel: hugetlb pages to the pool, THP memory freed. */
+static bool give_back_units(const struct release *rel)
+{
+	if (units[rel->u].backing == SP_BACKING_2M)
+		return unback_hugetlb(rel->u, rel->n);
+	return sp_os->madvise((void *)unit_addr(rel->u), rel->n << UNIT_SHIFT, MADV_DONTNEED) == 0;
+}
+
+static void mark_released(const struct release *rel, bool ok)
+{
+	for (size_t i = rel->u; i < rel->u + rel->n; i++) {
+		units[i].state = U_FREE;
+		units[i].resident = !ok;
+		if (ok)
+			units[i].backing = 0;
+	}
+	bits_set(freebits, rel->u, rel->n, true);
+	st_released += rel->n;
+}
+
+/* The system calls run without the lock (a big madvise must not hold up malloc). */
+static void release(const struct release *rel)
+{
+	bool ok = give_back_units(rel);
+	pthread_mutex_lock(&plock);
+	mark_released(rel, ok);
+	pthread_mutex_unlock(&plock);
+}
+
+static void release_locked(const struct release *rel)
+{
+	mark_released(rel, give_back_units(rel));
+}
+
+/* Pages [p0, p0+n) of one unit are free again; true (with rel filled) if the unit
+ * emptied and is to be given back. Under plock. */
+static bool free_pages(size_t p0, size_t n, struct release *rel)
+{
+	size_t u = p0 / PAGES_PER_UNIT;
+	struct unit *x = &units[u];
+	bits_set(x->free, p0 % PAGES_PER_UNIT, n, true);
+	x->nfree = (uint16_t)(x->nfree + n);
+	if (x->nfree < PAGES_PER_UNIT) {
+		rebucket((int32_t)u);
+		return false;
+	}
+	if (x->bucket != NO_BUCKET)
+		list_unlink(&bucket_head[x->bucket], NULL, (int32_t)u);
+	x->bucket = NO_BUCKET;
+	heap_units--;
+	return retire_units(u, 1, rel);
+}
+
+void pages_free(struct span *s)
+{
+	struct release rel;
+	bool give_back = false;
+	pthread_mutex_lock(&plock);
+	size_t p0 = page_of(s->start);
+	if (s->kind == SPAN_LARGE) {
+		map_set(p0, NULL);
+		st_large_blocks--;
+		st_large_bytes -= s->npages << PAGE_SHIFT;
+		give_back = retire_units(p0 / PAGES_PER_UNIT, s->npages / PAGES_PER_UNIT, &rel);
+	} else {
+		size_t n = s->kind == SPAN_SMALL || s->kind == SPAN_MMAP ? s->npages : 1;
+		for (size_t i = 0; i < n; i++)
+			map_set(p0 + i, NULL);
+		give_back = free_pages(p0, s->npages, &rel);
+	}
+	span_delete(s);
+	pthread_mutex_unlock(&plock);
+	if (give_back)
+		release(&rel);
+}
+
+void pages_range(uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = base;
+	*hi = base + (max_units << UNIT_SHIFT);
+}
+
+/* The SPAN_MMAP span on page p, if any. Under plock. */
+static struct span *mmap_span_at(size_t p)
+{
+	struct span *s = atomic_load_explicit(&pagemap[p], memory_order_relaxed);
+	return s && s->kind == SPAN_MMAP ? s : NULL;
+}
+
+/* Clamps [addr, addr+len) to the writable part of the range, in pages. */
+static bool page_window(uintptr_t addr, size_t len, size_t *first, size_t *last)
+{
+	uintptr_t lo = addr > base ? addr : base, hi = addr + len;
+	uintptr_t top = unit_addr(frontier);
+	if (hi > top)
+		hi = top;
+	if (hi <= lo)
+		return false;
+	*first = page_of(lo);
+	*last = page_of(hi - 1) + 1;
+	return true;
+}
+
+void pages_unmap(uintptr_t addr, size_t len)
+{
+	struct release rel[8];
+	int nrel = 0;
+	size_t p, last;
+	pthread_mutex_lock(&plock);
+	if (!page_window(addr, len, &p, &last)) {
+		pthread_mutex_unlock(&plock);
+		return;
+	}
+	while (p < last) {
+		struct span *s = mmap_span_at(p);
+		if (!s) {
+			p++;
+			continue;
+		}
+		size_t s0 = page_of(s->start), s1 = s0 + s->npages;
+		size_t lo = p, hi = last < s1 ? last : s1;
+		if (s->prot_changed)
+			sp_os->mprotect((void *)(base + (lo << PAGE_SHIFT)), (hi - lo) << PAGE_SHIFT,
+					PROT_READ | PROT_WRITE);
+		for (size_t i = lo; i < hi; i++)
+			map_set(i, NULL);
+		if (hi < s1 && lo > s0) {
+			/* A hole in the middle: the right part becomes a span of its own. */
+			struct span *r = span_new();
+			if (r) {
+				*r = *s;
+				r->start = base + (hi << PAGE_SHIFT);
+				r->npages = s1 - hi;
+				pages_map_all(r);
+			} else {
+				hi = s1; /* no descriptor: unmap the rest of it too */
+				for (size_t i = lo; i < hi; i++)
+					map_set(i, NULL);
+			}
+			s->npages = lo - s0;
+		} else if (hi < s1) {
+			s->start = base + (hi << PAGE_SHIFT);
+			s->npages = s1 - hi;
+		} else if (lo > s0) {
+			s->npages = lo - s0;
+		} else {
+			span_delete(s);
+		}
+		st_small_mmap_pages -= hi - lo;
+		struct release one;
+		if (free_pages(lo, hi - lo, &one)) {
+			if (nrel < 8)
+				rel[nrel++] = one;
+			else
+				release_locked(&one);
+		}
+		p = hi;
+	}
+	pthread_mutex_unlock(&plock);
+	for (int i = 0; i < nrel; i++)
+		release(&rel[i]);
+}
+
+void pages_note_mprotect(uintptr_t addr, size_t len)
+{
+	size_t p, last;
+	pthread_mutex_lock(&plock);
+	if (page_window(addr, len, &p, &last))
+		for (; p < last; p++) {
+			struct span *s = mmap_span_at(p);
+			if (s)
+				s->prot_changed = true;
+		}
+	pthread_mutex_unlock(&plock);
+}
+
+/* ---------- large blocks: runs of whole units ---------- */
+
+/* n FREE units aligned to align units: their index, growing the range if needed. */
+static size_t find_units(size_t n, size_t align)
+{
+	size_t at = bits_find_run(freebits, frontier, n, align);
+	if (at < frontier)
+		return at;
+	/* Past the frontier, starting in the free tail below it if there is one. */
+	size_t tail = frontier;
+	while (tail > 0 && bit(freebits, tail - 1))
+		tail--;
+	at = (tail + align - 1) & ~(align - 1);
+	if (at + n > max_units || grow(at + n) < 0)
+		return SIZE_MAX;
+	return at;
+}
+
+static void claim_units(size_t at, size_t n)
+{
+	for (size_t i = at; i < at + n; i++)
+		if (units[i].in_cache)
+			cache_remove((int32_t)i);
+	bits_set(freebits, at, n, false);
+}
+
+struct span *pages_alloc_large(size_t size, size_t align)
+{
+	if (size > (max_units << UNIT_SHIFT))
+		return NULL;
+	size_t n = (size + UNIT_SIZE - 1) >> UNIT_SHIFT;
+	size_t a = align > UNIT_SIZE ? align >> UNIT_SHIFT : 1;
+	pthread_mutex_lock(&plock);
+	struct span *s = span_new();
+	size_t at = s ? find_units(n, a) : SIZE_MAX;
+	if (at == SIZE_MAX) {
+		if (s)
+			span_delete(s);
+		pthread_mutex_unlock(&plock);
+		return NULL;
+	}
+	claim_units(at, n);
+	bool clean = true;
+	for (size_t i = at; i < at + n; i++)
+		clean = clean && !units[i].resident;
+	enum sp_backing got = back_units(at, n);
+	for (size_t i = at; i < at + n; i++) {
+		units[i].state = U_LARGE;
+		units[i].backing = (uint8_t)got;
+		units[i].resident = 1;
+	}
+	count_units(got, (long)n);
+	s->kind = SPAN_LARGE;
+	s->start = unit_addr(at);
+	s->npages = n * PAGES_PER_UNIT;
+	s->backing = (uint8_t)got;
+	s->clean = clean || got == SP_BACKING_2M;
+	map_set(page_of(s->start), s);
+	st_large_blocks++;
+	st_large_bytes += n << UNIT_SHIFT;
+	pthread_mutex_unlock(&plock);
+	return s;
+}
+
+bool pages_resize_large(struct span *s, size_t new_size, bool *moved)
+{
+	size_t n = s->npages / PAGES_PER_UNIT;
+	if (new_size > (max_units << UNIT_SHIFT))
+		return false;
+	size_t want = (new_size + UNIT_SIZE - 1) >> UNIT_SHIFT;
+	size_t u = (s->start - base) >> UNIT_SHIFT;
+	struct release rel;
+	*moved = false;
+	if (want == n)
+		return true;
+	pthread_mutex_lock(&plock);
+	if (want < n) {
+		bool give_back = retire_units(u + want, n - want, &rel);
+		s->npages = want * PAGES_PER_UNIT;
+		st_large_bytes -= (n - want) << UNIT_SHIFT;
+		pthread_mutex_unlock(&plock);
+		if (give_back)
+			release(&rel);
+		return true;
+	}
+	bool hugetlb = s->backing == SP_BACKING_2M;
+	/* Grow in place when the units after the block are free. */
+	if (!hugetlb && u + want <= max_units &&
+	    (u + want <= frontier || grow(u + want) == 0) &&
+	    bits_next(freebits, u + n, u + want, false) == u + want) {
+		claim_units(u + n, want - n);
+		for (size_t i = u + n; i < u + want; i++) {
+			units[i].state = U_LARGE;
+			units[i].backing = s->backing;
+			units[i].resident = 1;
+		}
+		count_units((enum sp_backing)s->backing, (long)(want - n));
+		s->npages = want * PAGES_PER_UNIT;
+		st_large_bytes += (want - n) << UNIT_SHIFT;
+		pthread_mutex_unlock(&plock);
+		return true;
+	}
+	if (hugetlb) {
+		pthread_mutex_unlock(&plock);
+		return false;
+	}
+	/* Move the pages to a free run big enough, leaving the old units mapped and
+	 * empty (MREMAP_DONTUNMAP): no copy, and no hole in the range. */
+	size_t at = find_units(want, 1);
+	if (at == SIZE_MAX) {
+		pthread_mutex_unlock(&plock);
+		return false;
+	}
+	claim_units(at, want);
+	void *out;
+	int r = sp_os->mremap((void *)s->start, n << UNIT_SHIFT, n << UNIT_SHIFT,
+			      MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+			      (void *)unit_addr(at), &out);
+	if (r < 0) {
+		bits_set(freebits, at, want, true);
+		pthread_mutex_unlock(&plock);
+		return false;
+	}
+	for (size_t i = at; i < at + want; i++) {
+		units[i].state = U_LARGE;
+		units[i].backing = s->backing;
+		units[i].resident = 1;
+	}
+	for (size_t i = u; i < u + n; i++) {
+		units[i].state = U_FREE;
+		units[i].resident = 0;
+		units[i].backing = 0;
+	}
+	bits_set(freebits, u, n, true);
+	count_units((enum sp_backing)s->backing, (long)(want - n));
+	map_set(page_of(s->start), NULL);
+	s->start = unit_addr(at);
+	s->npages = want * PAGES_PER_UNIT;
+	map_set(page_of(s->start), s);
+	st_large_bytes += (want - n) << UNIT_SHIFT;
+	st_mremaps++;
+	*moved = true;
+	pthread_mutex_unlock(&plock);
+	return true;
+}
+
+static _Atomic uint64_t st_small_mmaps, st_large_mmaps;
+
+void pages_note_mmap(bool large)
+{
+	atomic_fetch_add_explicit(large ? &st_large_mmaps : &st_small_mmaps, 1, memory_order_relaxed);
+}
+
+void pages_stats(struct rt_stats *st)
+{
+	st->small_mmaps = atomic_load(&st_small_mmaps);
+	st->large_mmaps = atomic_load(&st_large_mmaps);
+	pthread_mutex_lock(&plock);
+	memcpy(st->units, st_units, sizeof st->units);
+	st->units_peak = st_units_peak;
+	st->large_blocks = st_large_blocks;
+	st->large_bytes = st_large_bytes;
+	st->mremaps = st_mremaps;
+	st->released_units = st_released;
+	st->small_mmap_bytes = st_small_mmap_pages << PAGE_SHIFT;
+	memcpy(st->falls, st_falls, sizeof st->falls);
+	pthread_mutex_unlock(&plock);
+}

@@ -1,0 +1,629 @@
+/* report.c - what the runtime says: one-line messages, each fallback once, the account at exit.
+ * It runs inside other programs, perhaps inside malloc: no malloc, no stdio (a small
+ * formatter into a stack buffer, then one write), and errno left as it was. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+#define MSG_MAX 512      /* one message line */
+#define REPORT_MAX 4096  /* the whole account: one write, so lines of processes do not mix */
+
+void rt_report_at_exit(void);
+
+/* ---------- a formatter that needs nothing but a buffer ---------- */
+
+struct out {
+	char *buf;
+	size_t len, cap;
+	bool cut;          /* something did not fit */
+};
+
+static void put_char(struct out *o, char c)
+{
+	if (o->len < o->cap)
+		o->buf[o->len++] = c;
+	else
+		o->cut = true;
+}
+
+static void put_str(struct out *o, const char *s)
+{
+	if (!s)
+		s = "(null)";
+	while (*s)
+		put_char(o, *s++);
+}
+
+static void put_uint(struct out *o, unsigned long long v, unsigned base)
+{
+	char digits[24];
+	int n = 0;
+
+	do {
+		digits[n++] = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v);
+	while (n)
+		put_char(o, digits[--n]);
+}
+
+static void put_int(struct out *o, long long v)
+{
+	if (v < 0) {
+		put_char(o, '-');
+		put_uint(o, 0ull - (unsigned long long)v, 10);
+	} else {
+		put_uint(o, (unsigned long long)v, 10);
+	}
+}
+
+/* %s %d %i %u %x %p %c %%, with the length modifiers l, ll and z; no widths. */
+static void put_vfmt(struct out *o, const char *fmt, va_list ap)
+{
+	for (const char *p = fmt; *p; p++) {
+		int lng = 0;
+		bool z = false;
+
+		if (*p != '%') {
+			put_char(o, *p);
+			continue;
+		}
+		p++;
+		while (*p == 'l') {
+			lng++;
+			p++;
+		}
+		if (*p == 'z') {
+			z = true;
+			p++;
+		}
+		switch (*p) {
+		case 'd':
+		case 'i':
+			if (z)
+				put_int(o, va_arg(ap, ssize_t));
+			else if (lng >= 2)
+				put_int(o, va_arg(ap, long long));
+			else if (lng)
+				put_int(o, va_arg(ap, long));
+			else
+				put_int(o, va_arg(ap, int));
+			break;
+		case 'u':
+		case 'x':
+			if (z)
+				put_uint(o, va_arg(ap, size_t), *p == 'x' ? 16 : 10);
+			else if (lng >= 2)
+				put_uint(o, va_arg(ap, unsigned long long), *p == 'x' ? 16 : 10);
+			else if (lng)
+				put_uint(o, va_arg(ap, unsigned long), *p == 'x' ? 16 : 10);
+			else
+				put_uint(o, va_arg(ap, unsigned), *p == 'x' ? 16 : 10);
+			break;
+		case 's':
+			put_str(o, va_arg(ap, const char *));
+			break;
+		case 'c':
+			put_char(o, (char)va_arg(ap, int));
+			break;
+		case 'p':
+			put_str(o, "0x");
+			put_uint(o, (uintptr_t)va_arg(ap, void *), 16);
+			break;
+		case '%':
+			put_char(o, '%');
+			break;
+		case 0:
+			put_char(o, '%');
+			return;
+		default:
+			put_char(o, '%');
+			put_char(o, *p);
+			break;
+		}
+	}
+}
+
+static void put_fmt(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put_fmt(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	put_vfmt(o, fmt, ap);
+	va_end(ap);
+}
+
+/* "512 B", "64.0 MiB": as the command prints amounts of memory. */
+static void put_human(struct out *o, uint64_t bytes)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)bytes;
+	uint64_t tenths;
+	int u = -1;
+
+	if (bytes < 1024) {
+		put_fmt(o, "%llu B", (unsigned long long)bytes);
+		return;
+	}
+	while (v >= 1023.95 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	tenths = (uint64_t)(v * 10 + 0.5);
+	put_fmt(o, "%llu.%llu %s", (unsigned long long)(tenths / 10),
+		(unsigned long long)(tenths % 10), unit[u]);
+}
+
+/* part/whole as "98.5%". */
+static void put_percent(struct out *o, uint64_t part, uint64_t whole)
+{
+	uint64_t tenths = whole ? (uint64_t)((double)part * 1000 / (double)whole + 0.5) : 0;
+
+	put_fmt(o, "%llu.%llu%%", (unsigned long long)(tenths / 10),
+		(unsigned long long)(tenths % 10));
+}
+
+/* A ratio in [0, 1] as "0.941176", the way the command's JSON writes it (%.6f). */
+static void put_ratio(struct out *o, double r)
+{
+	uint64_t millionths = (uint64_t)(r * 1e6 + 0.5);
+	char frac[7];
+
+	for (int k = 5; k >= 0; k--) {
+		frac[k] = (char)('0' + millionths % 10);
+		millionths /= 10;
+	}
+	frac[6] = 0;
+	put_fmt(o, "%llu.%s", (unsigned long long)millionths, frac);
+}
+
+/* Length of the UTF-8 sequence at s (at most n bytes), 0 if it is not valid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	/* No overlong forms, no surrogates, nothing above U+10FFFF. */
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t k = 2; k < len; k++)
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+	return len;
+}
+
+/* A JSON string; bytes that are not UTF-8 (a name cut in the middle of a
+ * character) become '?', so that every reader can parse the line. */
+static void put_json_string(struct out *o, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+
+	put_char(o, '"');
+	while (n) {
+		size_t len = utf8_len(p, n);
+
+		if (len == 0) {
+			put_char(o, '?');
+			len = 1;
+		} else if (*p == '"' || *p == '\\') {
+			put_char(o, '\\');
+			put_char(o, (char)*p);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			put_fmt(o, "\\u00%c%c", "0123456789abcdef"[*p >> 4], "0123456789abcdef"[*p & 15]);
+		} else {
+			for (size_t k = 0; k < len; k++)
+				put_char(o, (char)p[k]);
+		}
+		p += len;
+		n -= len;
+	}
+	put_char(o, '"');
+}
+
+/* Control characters shown as '?', so that a message stays one line. */
+static void one_line(struct out *o, size_t from)
+{
+	for (size_t k = from; k < o->len; k++)
+		if ((unsigned char)o->buf[k] < 0x20 || o->buf[k] == 0x7f)
+			o->buf[k] = '?';
+}
+
+static void write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+/* ---------- messages ---------- */
+
+/* "superpage: [pid N: ]MESSAGE\n" on stderr in one write. */
+static void say(bool with_pid, const char *fmt, va_list ap)
+{
+	char buf[MSG_MAX];
+	struct out o = { buf, 0, sizeof buf - 1, false };
+	size_t from;
+
+	put_str(&o, "superpage: ");
+	if (with_pid)
+		put_fmt(&o, "pid %d: ", (int)getpid());
+	from = o.len;
+	put_vfmt(&o, fmt, ap);
+	one_line(&o, from);
+	if (o.cut)
+		memcpy(buf + o.len - 3, "...", 3);
+	buf[o.len++] = '\n';
+	write_all(2, buf, o.len);
+}
+
+void rt_say(const char *fmt, ...)
+{
+	int e = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(false, fmt, ap);
+	va_end(ap);
+	errno = e;
+}
+
+void rt_verbose(int level, const char *fmt, ...)
+{
+	int e = errno;
+	const struct sp_options *opt = rt_options();
+	va_list ap;
+
+	if (opt && opt->verbose >= level) {
+		va_start(ap, fmt);
+		say(false, fmt, ap);
+		va_end(ap);
+	}
+	errno = e;
+}
+
+_Static_assert(SP_BACKING_COUNT * SP_FALL_COUNT <= 64, "one bit per (rung, reason)");
+
+/* The (rung, reason) pairs said already, and the process they were said in: a
+ * forked child starts afresh. */
+static _Atomic uint64_t falls_said;
+static _Atomic int falls_pid;
+
+/* The rung below on the ladder 1G -> 2M -> THP -> base pages. */
+static const char *rung_below(enum sp_backing rung)
+{
+	switch (rung) {
+	case SP_BACKING_1G:
+		return "2m";
+	case SP_BACKING_2M:
+		return "thp";
+	case SP_BACKING_THP:
+		return "4k";
+	default:
+		return NULL;
+	}
+}
+
+static void say_pid(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say_pid(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(true, fmt, ap);
+	va_end(ap);
+}
+
+void rt_fall(enum sp_backing rung, enum sp_fall why)
+{
+	int e = errno;
+	const struct sp_options *opt = rt_options();
+	uint64_t bit;
+	int me;
+
+	if (!opt || opt->verbose < 1 || (unsigned)rung >= SP_BACKING_COUNT ||
+	    (unsigned)why >= SP_FALL_COUNT)
+		goto out;
+	me = (int)getpid();
+	if (atomic_load_explicit(&falls_pid, memory_order_acquire) != me) {
+		atomic_store(&falls_said, 0);
+		atomic_store_explicit(&falls_pid, me, memory_order_release);
+	}
+	bit = 1ull << ((unsigned)rung * SP_FALL_COUNT + (unsigned)why);
+	if (atomic_fetch_or(&falls_said, bit) & bit)
+		goto out;
+	if (rung_below(rung))
+		say_pid("%s unavailable (%s), falling back to %s", sp_backing_name(rung),
+			sp_fall_name(why), rung_below(rung));
+	else
+		say_pid("%s unavailable (%s), no rung below it", sp_backing_name(rung),
+			sp_fall_name(why));
+out:
+	errno = e;
+}
+
+void rt_abort(const char *fmt, ...)
+{
+	struct sigaction sa;
+	sigset_t set;
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(true, fmt, ap);
+	va_end(ap);
+	/* A program's SIGABRT handler must not run on a broken heap, nor a mask hide it. */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGABRT, &sa, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGABRT);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	abort();
+}
+
+/* ---------- the account at exit ---------- */
+
+struct account {
+	int pid;
+	char comm[17];
+	struct rt_stats st;
+	struct sp_coverage cov;
+	int cov_err;         /* sp_coverage's error, 0 if the coverage was read */
+};
+
+static void account_read(struct account *a)
+{
+	memset(a, 0, sizeof *a);
+	a->pid = (int)getpid();
+	if (prctl(PR_GET_NAME, (unsigned long)a->comm, 0, 0, 0) < 0)
+		a->comm[0] = 0;
+	a->comm[16] = 0;
+	rt_stats_get(&a->st);
+	a->cov_err = sp_coverage(0, &a->cov);
+	if (a->cov_err < 0)
+		memset(&a->cov, 0, sizeof a->cov);
+}
+
+/* The rungs units can have, in the order of the JSON and the text. */
+static const enum sp_backing unit_rungs[] = { SP_BACKING_4K, SP_BACKING_THP, SP_BACKING_2M,
+					      SP_BACKING_1G };
+#define N_UNIT_RUNGS (sizeof unit_rungs / sizeof unit_rungs[0])
+
+static void report_json(struct out *o, const struct account *a)
+{
+	const struct rt_stats *st = &a->st;
+	bool first_rung = true;
+
+	put_fmt(o, "{\"pid\":%d,\"comm\":", a->pid);
+	put_json_string(o, a->comm);
+	put_fmt(o, ",\"rss_bytes\":%llu,\"huge_bytes\":%llu,\"coverage\":",
+		(unsigned long long)a->cov.rss_bytes, (unsigned long long)a->cov.huge_bytes);
+	put_ratio(o, sp_coverage_ratio(&a->cov));
+	put_str(o, ",\"regions\":{");
+	for (int r = 0; r < SP_REGION_COUNT; r++)
+		put_fmt(o, "%s\"%s\":{\"bytes\":%llu,\"huge_bytes\":%llu}", r ? "," : "",
+			sp_region_name((enum sp_region)r), (unsigned long long)a->cov.region[r].bytes,
+			(unsigned long long)a->cov.region[r].huge_bytes);
+	put_fmt(o, "},\"hugetlb_bytes\":%llu,\"thp_bytes\":%llu",
+		(unsigned long long)a->cov.hugetlb_bytes, (unsigned long long)a->cov.thp_bytes);
+	if (a->cov_err < 0)
+		put_fmt(o, ",\"coverage_errno\":%d", -a->cov_err);
+	put_fmt(o, ",\"heap\":{\"in_use\":%llu,\"peak\":%llu,\"mallocs\":%llu,\"frees\":%llu,\"units\":{",
+		(unsigned long long)st->in_use, (unsigned long long)st->peak_in_use,
+		(unsigned long long)st->mallocs, (unsigned long long)st->frees);
+	for (size_t k = 0; k < N_UNIT_RUNGS; k++)
+		put_fmt(o, "%s\"%s\":%llu", k ? "," : "", sp_backing_name(unit_rungs[k]),
+			(unsigned long long)st->units[unit_rungs[k]]);
+	put_fmt(o, "},\"units_peak\":%llu,\"large_blocks\":%llu,\"large_bytes\":%llu,"
+		"\"mremaps\":%llu,\"released_units\":%llu},\"falls\":{",
+		(unsigned long long)st->units_peak, (unsigned long long)st->large_blocks,
+		(unsigned long long)st->large_bytes, (unsigned long long)st->mremaps,
+		(unsigned long long)st->released_units);
+	for (int b = 0; b < SP_BACKING_COUNT; b++) {
+		bool first_why = true;
+
+		for (int f = 0; f < SP_FALL_COUNT; f++) {
+			if (!st->falls[b][f])
+				continue;
+			if (first_why)
+				put_fmt(o, "%s\"%s\":{", first_rung ? "" : ",",
+					sp_backing_name((enum sp_backing)b));
+			put_fmt(o, "%s\"%s\":%llu", first_why ? "" : ",", sp_fall_name((enum sp_fall)f),
+				(unsigned long long)st->falls[b][f]);
+			first_why = first_rung = false;
+		}
+		if (!first_why)
+			put_char(o, '}');
+	}
+	put_str(o, "}}\n");
+}
+
+/* Starts a line of the text report: "superpage: pid N (comm): ". */
+static void line_start(struct out *o, const struct account *a)
+{
+	size_t from;
+
+	put_fmt(o, "superpage: pid %d", a->pid);
+	if (a->comm[0]) {
+		put_str(o, " (");
+		from = o->len;
+		put_str(o, a->comm);
+		one_line(o, from);
+		put_char(o, ')');
+	}
+	put_str(o, ": ");
+}
+
+static void report_text(struct out *o, const struct account *a)
+{
+	const struct rt_stats *st = &a->st;
+	bool any = false;
+
+	line_start(o, a);
+	if (a->cov_err < 0) {
+		put_fmt(o, "cannot read /proc/self/smaps (errno %d): no coverage\n", -a->cov_err);
+	} else {
+		put_human(o, a->cov.rss_bytes);
+		put_str(o, " resident, ");
+		put_human(o, a->cov.huge_bytes);
+		put_str(o, " on huge pages (");
+		put_percent(o, a->cov.huge_bytes, a->cov.rss_bytes);
+		put_str(o, "): hugetlb ");
+		put_human(o, a->cov.hugetlb_bytes);
+		put_str(o, ", THP ");
+		put_human(o, a->cov.thp_bytes);
+		put_char(o, '\n');
+
+		line_start(o, a);
+		put_str(o, "resident by region:");
+		for (int r = 0; r < SP_REGION_COUNT; r++) {
+			const struct sp_usage *u = &a->cov.region[r];
+
+			/* heap and anon always: they are what the runtime backs. */
+			if (!u->bytes && r != SP_REGION_HEAP && r != SP_REGION_ANON)
+				continue;
+			put_fmt(o, "%s %s ", any ? "," : "", sp_region_name((enum sp_region)r));
+			put_human(o, u->bytes);
+			put_str(o, " (");
+			put_percent(o, u->huge_bytes, u->bytes);
+			put_str(o, " huge)");
+			any = true;
+		}
+		put_char(o, '\n');
+	}
+
+	line_start(o, a);
+	put_str(o, "malloc: ");
+	put_human(o, st->in_use);
+	put_str(o, " in use at exit, peak ");
+	put_human(o, st->peak_in_use);
+	put_fmt(o, "; %llu mallocs, %llu frees\n", (unsigned long long)st->mallocs,
+		(unsigned long long)st->frees);
+
+	line_start(o, a);
+	put_str(o, "2 MiB units:");
+	any = false;
+	for (size_t k = 0; k < N_UNIT_RUNGS; k++) {
+		if (!st->units[unit_rungs[k]])
+			continue;
+		put_fmt(o, "%s %llu %s", any ? "," : "", (unsigned long long)st->units[unit_rungs[k]],
+			sp_backing_name(unit_rungs[k]));
+		any = true;
+	}
+	put_fmt(o, "%s (peak %llu, %llu given back); %llu large blocks (", any ? "" : " none",
+		(unsigned long long)st->units_peak, (unsigned long long)st->released_units,
+		(unsigned long long)st->large_blocks);
+	put_human(o, st->large_bytes);
+	put_fmt(o, "), %llu mremaps\n", (unsigned long long)st->mremaps);
+
+	line_start(o, a);
+	put_str(o, "fallbacks:");
+	any = false;
+	for (int b = 0; b < SP_BACKING_COUNT; b++)
+		for (int f = 0; f < SP_FALL_COUNT; f++) {
+			if (!st->falls[b][f])
+				continue;
+			put_fmt(o, "%s %s %s %llu", any ? "," : "", sp_backing_name((enum sp_backing)b),
+				sp_fall_name((enum sp_fall)f), (unsigned long long)st->falls[b][f]);
+			any = true;
+		}
+	put_str(o, any ? "\n" : " none\n");
+}
+
+void rt_report(int fd, bool json)
+{
+	int e = errno;
+	struct account a;
+	char buf[REPORT_MAX];
+	struct out o = { buf, 0, sizeof buf, false };
+
+	account_read(&a);
+	if (json)
+		report_json(&o, &a);
+	else
+		report_text(&o, &a);
+	/* Cut short, it still ends in a newline; JSON cut short is no JSON, so say so. */
+	if (o.cut) {
+		o.len = o.cap - 1;
+		buf[o.len++] = '\n';
+		if (json) {
+			o.len = 0;
+			o.cut = false;
+			put_fmt(&o, "{\"pid\":%d,\"error\":\"report too long\"}\n", a.pid);
+		}
+	}
+	write_all(fd, buf, o.len);
+	errno = e;
+}
+
+/* At exit, once per process: the account on stderr, or appended to the stats file.
+ * The allocator's destructor may call it too; only the first call writes. */
+static _Atomic int reported_pid;
+
+void rt_report_at_exit(void)
+{
+	int e = errno, me = (int)getpid(), fd;
+	const struct sp_options *opt = rt_options();
+
+	if (!opt || !opt->stats)
+		goto out;
+	if (atomic_exchange(&reported_pid, me) == me)
+		goto out;
+	if (!opt->stats_file[0]) {
+		rt_report(2, false);
+		goto out;
+	}
+	fd = open(opt->stats_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rt_say("pid %d: cannot write the account to %s (errno %d)", me, opt->stats_file, errno);
+		goto out;
+	}
+	rt_report(fd, true);
+	close(fd);
+out:
+	errno = e;
+}
+
+/* Registered from a constructor, not from inside malloc: atexit may allocate when
+ * its first block of handlers is full, and this early it never is. */
+__attribute__((constructor)) static void report_init(void)
+{
+	atexit(rt_report_at_exit);
+}
