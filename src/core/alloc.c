@@ -131,7 +131,7 @@ static int try_thp(size_t size, unsigned flags, const struct sp_view *v, void **
 		return SP_FALL_UNSUPPORTED;
 	if (v->features.thp_disabled_here)
 		return SP_FALL_THP_OFF;
-	if (v->thp_never && !(populate_now && v->features.madv_collapse))
+	if (v->thp_never && !(populate_now && sp_view_has_collapse()))
 		return SP_FALL_THP_OFF;
 	size_t len = round_up(size, SP_2M_SIZE);
 	void *raw;
@@ -153,7 +153,7 @@ static int try_thp(size_t size, unsigned flags, const struct sp_view *v, void **
 	if (populate_now) {
 		populate(p, len, v);
 		int64_t huge = huge_bytes_of(p, len);
-		if (huge >= 0 && (uint64_t)huge < len && v->features.madv_collapse &&
+		if (huge >= 0 && (uint64_t)huge < len && sp_view_has_collapse() &&
 		    sp_os->madvise(p, len, MADV_COLLAPSE) == 0) {
 			atomic_fetch_add_explicit(&st_collapses, 1, memory_order_relaxed);
 			huge = huge_bytes_of(p, len);

@@ -54,12 +54,16 @@ struct sp_view {
 	uint64_t base_page_size;
 	bool has_2m, has_1g;           /* hugetlb page size present in sysfs */
 	bool thp_present;
-	bool thp_never;                /* enabled == never */
+	bool thp_never;                /* the PMD size's THP mode is never */
+	/* only thp_disable_prctl, thp_disabled_here and madv_populate_write are filled:
+	 * the rest costs too much at every program's start (sp_view_has_collapse). */
 	struct sp_features features;
 };
 const struct sp_view *sp_view_get(void);
 void sp_view_fill(struct sp_view *v);
 void sp_view_refresh(void);
+/* Whether MADV_COLLAPSE works here, probed on first use (after each refresh). */
+bool sp_view_has_collapse(void);
 /* sysfs directory of a pool: system-wide if node < 0. */
 int sp_pool_dir(uint64_t page_size, int node, char *buf, size_t len);
 /* Parses "always [madvise] never" into "madvise"; a value without brackets is copied. */

@@ -362,6 +362,20 @@ static void *map_aligned_2m(size_t len)
 	return (void *)aligned;
 }
 
+/* Fills madv_populate_write and madv_collapse from a 2 MiB-aligned trial block. */
+static void probe_collapse(struct sp_features *f)
+{
+	void *p = map_aligned_2m(SP_2M_SIZE);
+	if (!p)
+		return;
+	f->madv_populate_write = sp_os->madvise(p, 4096, MADV_POPULATE_WRITE) != -EINVAL;
+	*(volatile char *)p = 1;
+	/* Unknown advice is EINVAL; EAGAIN/ENOMEM mean known but busy. EINVAL also
+	 * comes when THP is disabled for this process, where collapse is no use. */
+	f->madv_collapse = sp_os->madvise(p, SP_2M_SIZE, MADV_COLLAPSE) != -EINVAL;
+	sp_os->munmap(p, SP_2M_SIZE);
+}
+
 static bool probe_hugetlb_size(unsigned shift)
 {
 	void *p;
@@ -400,15 +414,7 @@ static void probe_features(struct sp_features *f, const struct sp_system *sys)
 	f->thp_disable_prctl = thp >= 0;
 	f->thp_disabled_here = thp > 0;
 
-	void *p = map_aligned_2m(SP_2M_SIZE);
-	if (p) {
-		f->madv_populate_write = sp_os->madvise(p, 4096, MADV_POPULATE_WRITE) != -EINVAL;
-		*(volatile char *)p = 1;
-		/* Unknown advice is EINVAL; EAGAIN/ENOMEM mean known but busy. EINVAL also
-		 * comes when THP is disabled for this process, where collapse is no use. */
-		f->madv_collapse = sp_os->madvise(p, SP_2M_SIZE, MADV_COLLAPSE) != -EINVAL;
-		sp_os->munmap(p, SP_2M_SIZE);
-	}
+	probe_collapse(f);
 }
 
 static void probe_pools(struct sp_system *sys)
@@ -480,19 +486,64 @@ static struct sp_view views[2];
 static _Atomic(struct sp_view *) live_view;
 static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The allocator's view is read at the start of every program under superpage run:
+ * only what is cheap to know (a few sysfs reads, one prctl, one small madvise).
+ * Whether MADV_COLLAPSE works costs a huge page fault to learn: asked lazily. */
 void sp_view_fill(struct sp_view *v)
 {
-	struct sp_system sys;
-	sp_probe(&sys);
+	struct sizes sz = { .n = 0 };
+	char buf[256];
+	long pmd;
 	memset(v, 0, sizeof *v);
-	v->base_page_size = sys.base_page_size;
-	for (int i = 0; i < sys.n_sizes; i++) {
-		v->has_2m |= sys.page_sizes[i] == SP_2M_SIZE;
-		v->has_1g |= sys.page_sizes[i] == SP_1G_SIZE;
+	long ps = sp_os->page_size();
+	v->base_page_size = ps > 0 ? (uint64_t)ps : 4096;
+	each_entry(HUGEPAGES_DIR, add_size, &sz);
+	for (int i = 0; i < sz.n; i++) {
+		v->has_2m |= sz.v[i] == SP_2M_SIZE;
+		v->has_1g |= sz.v[i] == SP_1G_SIZE;
 	}
-	v->thp_present = sys.thp.present;
-	v->thp_never = sys.thp.present && strcmp(sp_thp_pmd_mode(&sys.thp), "never") == 0;
-	v->features = sys.features;
+	if (sp_read_file(THP_DIR "/enabled", buf, sizeof buf) >= 0) {
+		struct sp_thp t;
+		memset(&t, 0, sizeof t);
+		v->thp_present = true;
+		sp_mode_selected(buf, t.enabled, sizeof t.enabled);
+		if (sp_read_long(THP_DIR "/hpage_pmd_size", &pmd) == 0 && pmd > 0) {
+			char path[SP_PATH_LEN];
+			t.pmd_size = (uint64_t)pmd;
+			snprintf(path, sizeof path, THP_DIR "/hugepages-%lukB/enabled",
+				 (unsigned long)(pmd >> 10));
+			if (sp_read_file(path, buf, sizeof buf) >= 0) {
+				t.n_mthp = 1;
+				t.mthp[0].size = t.pmd_size;
+				sp_mode_selected(buf, t.mthp[0].enabled, sizeof t.mthp[0].enabled);
+			}
+		}
+		v->thp_never = strcmp(sp_thp_pmd_mode(&t), "never") == 0;
+	}
+	int thp = sp_os->prctl(PR_GET_THP_DISABLE, 0);
+	v->features.thp_disable_prctl = thp >= 0;
+	v->features.thp_disabled_here = thp > 0;
+	void *p;
+	if (sp_os->mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
+			&p) == 0) {
+		v->features.madv_populate_write =
+			sp_os->madvise(p, 4096, MADV_POPULATE_WRITE) != -EINVAL;
+		sp_os->munmap(p, 4096);
+	}
+}
+
+static _Atomic int collapse_known; /* 0: not asked yet, 1: works, 2: does not */
+
+bool sp_view_has_collapse(void)
+{
+	int k = atomic_load(&collapse_known);
+	if (k == 0) {
+		struct sp_features f;
+		probe_collapse(&f);
+		k = f.madv_collapse ? 1 : 2;
+		atomic_store(&collapse_known, k);
+	}
+	return k == 1;
 }
 
 static void view_publish(void)
@@ -516,5 +567,6 @@ const struct sp_view *sp_view_get(void)
 
 void sp_view_refresh(void)
 {
+	atomic_store(&collapse_known, 0);
 	view_publish();
 }
