@@ -125,7 +125,7 @@ bench: all $(BENCH)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
 	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/superpage
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	install -m 755 $(RT_SO) $(DESTDIR)$(LIBDIR)/libsuperpage-run.so
@@ -138,13 +138,15 @@ install: all
 	chmod 644 $(DESTDIR)$(PCDIR)/superpage.pc
 	install -m 644 man/superpage.1 $(DESTDIR)$(MANDIR)/man1/superpage.1
 	install -m 644 man/superpage.3 $(DESTDIR)$(MANDIR)/man3/superpage.3
+	install -m 644 man/superpage-run.7 $(DESTDIR)$(MANDIR)/man7/superpage-run.7
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/superpage $(DESTDIR)$(LIBDIR)/$(SONAME) \
 		$(DESTDIR)$(LIBDIR)/libsuperpage.so $(DESTDIR)$(LIBDIR)/libsuperpage.a \
 		$(DESTDIR)$(LIBDIR)/libsuperpage-run.so \
 		$(DESTDIR)$(INCDIR)/superpage.h $(DESTDIR)$(PCDIR)/superpage.pc \
-		$(DESTDIR)$(MANDIR)/man1/superpage.1 $(DESTDIR)$(MANDIR)/man3/superpage.3
+		$(DESTDIR)$(MANDIR)/man1/superpage.1 $(DESTDIR)$(MANDIR)/man3/superpage.3 \
+		$(DESTDIR)$(MANDIR)/man7/superpage-run.7
 
 clean:
 	rm -rf build

@@ -241,9 +241,13 @@ static int set_preload(const char *rt)
 {
 	const char *old = getenv("LD_PRELOAD"), *p;
 	size_t len = strlen(rt) + (old ? strlen(old) : 0) + 2;
-	char *val = malloc(len), *w;
+	char *val, *w;
 	int rc;
 
+	if (strpbrk(rt, ": "))
+		return cli_error(EXIT_USAGE, "run: the runtime's path %s has a ':' or a space, which "
+				 "LD_PRELOAD cannot hold", rt);
+	val = malloc(len);
 	if (!val)
 		return cli_error(EXIT_USAGE, "run: out of memory");
 	w = val + sprintf(val, "%s", rt);

@@ -294,7 +294,12 @@ static int grow(size_t need_units)
 int pages_init(const struct sp_options *o)
 {
 	static const size_t sizes_gib[] = { 256, 64, 16, 4 };
+	/* auto is THP for the heap: MAP_PRIVATE hugetlb pages are copied on write in a
+	 * forked child, from the pool, and a child that finds the pool empty dies of
+	 * SIGBUS. THP copies fall back to base pages instead. 2m is the user's choice. */
 	policy = o->backing == SP_BACKING_AUTO ? SP_BACKING_THP : o->backing;
+	if (!o->heap)
+		policy = SP_BACKING_4K; /* --no-heap: malloc on base pages, mappings still huge */
 	const struct sp_view *v = sp_view_get();
 	if (policy == SP_BACKING_THP && (!v->thp_present || v->thp_never ||
 					 v->features.thp_disabled_here)) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -406,7 +407,41 @@ struct account {
 	struct rt_stats st;
 	struct sp_coverage cov;
 	int cov_err;         /* sp_coverage's error, 0 if the coverage was read */
+	uint64_t hwm;        /* peak resident set (VmHWM; hugetlb is not in it), 0 if unknown */
 };
+
+/* VmHWM of /proc/self/status in bytes, 0 if it cannot be read: at exit a program
+ * has often freed most of its memory, and the peak says how much it had. */
+static uint64_t read_hwm(void)
+{
+	char buf[4096];
+	size_t len = 0;
+	ssize_t n;
+	const char *p;
+	uint64_t kb = 0;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	while (len < sizeof buf - 1) {
+		n = read(fd, buf + len, sizeof buf - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = 0;
+	p = strstr(buf, "\nVmHWM:");
+	if (!p)
+		return 0;
+	for (p += 7; *p == ' ' || *p == '\t'; p++)
+		;
+	for (; *p >= '0' && *p <= '9'; p++)
+		kb = kb * 10 + (uint64_t)(*p - '0');
+	return kb << 10;
+}
 
 static void account_read(struct account *a)
 {
@@ -419,6 +454,7 @@ static void account_read(struct account *a)
 	a->cov_err = sp_coverage(0, &a->cov);
 	if (a->cov_err < 0)
 		memset(&a->cov, 0, sizeof a->cov);
+	a->hwm = read_hwm();
 }
 
 /* The rungs units can have, in the order of the JSON and the text. */
@@ -441,8 +477,9 @@ static void report_json(struct out *o, const struct account *a)
 		put_fmt(o, "%s\"%s\":{\"bytes\":%llu,\"huge_bytes\":%llu}", r ? "," : "",
 			sp_region_name((enum sp_region)r), (unsigned long long)a->cov.region[r].bytes,
 			(unsigned long long)a->cov.region[r].huge_bytes);
-	put_fmt(o, "},\"hugetlb_bytes\":%llu,\"thp_bytes\":%llu",
-		(unsigned long long)a->cov.hugetlb_bytes, (unsigned long long)a->cov.thp_bytes);
+	put_fmt(o, "},\"hugetlb_bytes\":%llu,\"thp_bytes\":%llu,\"vm_hwm_bytes\":%llu",
+		(unsigned long long)a->cov.hugetlb_bytes, (unsigned long long)a->cov.thp_bytes,
+		(unsigned long long)a->hwm);
 	if (a->cov_err < 0)
 		put_fmt(o, ",\"coverage_errno\":%d", -a->cov_err);
 	put_fmt(o, ",\"heap\":{\"in_use\":%llu,\"peak\":%llu,\"mallocs\":%llu,\"frees\":%llu,\"units\":{",
@@ -509,6 +546,10 @@ static void report_text(struct out *o, const struct account *a)
 		put_human(o, a->cov.hugetlb_bytes);
 		put_str(o, ", THP ");
 		put_human(o, a->cov.thp_bytes);
+		if (a->hwm) {
+			put_str(o, "; peak RSS ");
+			put_human(o, a->hwm);
+		}
 		put_char(o, '\n');
 
 		line_start(o, a);
@@ -593,6 +634,45 @@ void rt_report(int fd, bool json)
 	errno = e;
 }
 
+/* A copy of the stderr the program started with, for the account at exit: some
+ * programs close stderr before they end (GNU coreutils do, in an atexit handler
+ * that runs before this one). The copy is kept only with SUPERPAGE_STATS=yes, is
+ * closed on exec, and is used only while it is still that same file. */
+static int stderr_copy = -1;
+static dev_t stderr_dev;
+static ino_t stderr_ino;
+
+static void keep_stderr(void)
+{
+	const char *v = getenv("SUPERPAGE_STATS");
+	struct stat st;
+	bool yes;
+	int fd;
+
+	if (!v || sp_parse_bool(v, &yes) < 0 || !yes || fstat(2, &st) < 0)
+		return;
+	/* High, out of the way of the numbers programs pick for themselves. */
+	fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
+	if (fd < 0)
+		fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return;
+	stderr_dev = st.st_dev;
+	stderr_ino = st.st_ino;
+	stderr_copy = fd;
+}
+
+/* Where the text account goes: the copy of stderr while it is still that file. */
+static int report_stderr(void)
+{
+	struct stat st;
+
+	if (stderr_copy >= 0 && fstat(stderr_copy, &st) == 0 && st.st_dev == stderr_dev &&
+	    st.st_ino == stderr_ino)
+		return stderr_copy;
+	return 2;
+}
+
 /* At exit, once per process: the account on stderr, or appended to the stats file.
  * The allocator's destructor may call it too; only the first call writes. */
 static _Atomic int reported_pid;
@@ -607,7 +687,7 @@ void rt_report_at_exit(void)
 	if (atomic_exchange(&reported_pid, me) == me)
 		goto out;
 	if (!opt->stats_file[0]) {
-		rt_report(2, false);
+		rt_report(report_stderr(), false);
 		goto out;
 	}
 	fd = open(opt->stats_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -625,5 +705,6 @@ out:
  * its first block of handlers is full, and this early it never is. */
 __attribute__((constructor)) static void report_init(void)
 {
+	keep_stderr();
 	atexit(rt_report_at_exit);
 }

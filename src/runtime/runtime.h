@@ -42,7 +42,7 @@ void rt_report(int fd, bool json);
 void rt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* rt_say, only when SUPERPAGE_VERBOSE >= level. */
 void rt_verbose(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Says msg about a fall once per (rung, reason) when verbose >= 1, and counts it. */
+/* Says a fall once per (rung, reason) when verbose >= 1 (the caller counts it). */
 void rt_fall(enum sp_backing rung, enum sp_fall why);
 
 /* Ends the process with "superpage: MESSAGE" on stderr (heap corruption, double free:

@@ -1,0 +1,497 @@
+#!/usr/bin/env bash
+# test_run.sh - tests superpage run: exit statuses, signals, the environment and LD_PRELOAD
+# the program gets, static programs, the 4k baseline and the --stats account.
+# Usage: tests/cli/test_run.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
+# "SKIP name: why" per test. It changes no system setting.
+set -u
+B=${1:?usage: tests/cli/test_run.sh BUILD_DIR}
+B=${B%/}
+SP=$(cd "$B" 2>/dev/null && pwd)/superpage
+RT=$B/libsuperpage-run.so
+HP=/sys/kernel/mm/hugepages
+tmp=$(mktemp -d)
+failed=0
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM HUP
+
+# What the tests see must come from superpage run, not from whoever started them.
+unset LD_PRELOAD "${!SUPERPAGE_@}"
+
+# ASan brings its own malloc and must come first: its runtime cannot be preloaded into
+# other programs, so the tests that start a dynamic program under run are skipped.
+no_preload=''
+case "/$B" in
+*/san) no_preload="the SANITIZE build's runtime cannot be preloaded (ASan owns malloc)" ;;
+esac
+
+# ---------- helpers ----------
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; failed=1; }
+skip() { echo "SKIP $1: $2"; }
+
+# Runs the command; leaves rc, and stdout/stderr in $tmp/out and $tmp/err.
+sp() { "$SP" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
+nlines() { wc -l <"$1" | tr -d ' '; }
+have_python() { command -v python3 >/dev/null 2>&1; }
+oneline() { head -c 300 "$1" | tr '\n' '|'; }
+
+# Says SKIP and fails when this build cannot preload its runtime into a program.
+can_preload() { # name
+	if [ -n "$no_preload" ]; then
+		skip "$1" "$no_preload"
+		return 1
+	fi
+	return 0
+}
+
+# The error contract: status 2, nothing on stdout, one line on stderr saying "superpage: ".
+expect_usage_error() { # name args...
+	local name=$1
+	shift
+	sp "$@"
+	if [ "$rc" != 2 ]; then
+		fail "$name" "'superpage $*' exited $rc, want 2"
+	elif [ "$(nlines "$tmp/err")" != 1 ] || ! grep -q '^superpage: ' "$tmp/err"; then
+		fail "$name" "want one line 'superpage: ...' on stderr, got: $(oneline "$tmp/err")"
+	elif [ -s "$tmp/out" ]; then
+		fail "$name" "printed on stdout: $(oneline "$tmp/out")"
+	else
+		pass "$name"
+	fi
+}
+
+# A pool of this size has free pages, or room to overcommit.
+pool_has_room() { # dir
+	local d=$1
+	[ -d "$d" ] || return 1
+	[ "$(cat "$d/free_hugepages")" -gt 0 ] ||
+		[ "$(cat "$d/surplus_hugepages")" -lt "$(cat "$d/nr_overcommit_hugepages")" ]
+}
+
+if [ ! -x "$SP" ]; then
+	fail run_built "$SP is missing: build with make B=$B"
+	exit 1
+fi
+rt_abs=$(cd "$B" && pwd -P)/libsuperpage-run.so
+
+# ---------- help and bad arguments ----------
+
+test_help() {
+	local args why=''
+	for args in "run --help" "run -h" "help run" "run --backing 2m --help"; do
+		# shellcheck disable=SC2086
+		sp $args
+		if [ "$rc" != 0 ] || ! grep -q '^usage: superpage run' "$tmp/out" || [ -s "$tmp/err" ]; then
+			why="'superpage $args' exited $rc: $(oneline "$tmp/out") $(oneline "$tmp/err")"
+			break
+		fi
+	done
+	if [ -z "$why" ] && [ "$(grep -c '(not yet acted on)' "$tmp/out")" != 3 ]; then
+		why="--text, --stacks and --shm are not marked '(not yet acted on)'"
+	fi
+	if [ -z "$why" ]; then
+		sp --help
+		grep -qE '^ +run ' "$tmp/out" || why="superpage --help does not list run"
+	fi
+	if [ -n "$why" ]; then fail run_help "$why"; else pass run_help; fi
+}
+
+test_bad_args() {
+	expect_usage_error run_bad_backing run --backing 3m -- true
+	expect_usage_error run_bad_backing_missing run --backing
+	expect_usage_error run_bad_min run --min 2X -- true
+	expect_usage_error run_bad_min_overflow run --min 99999999999G -- true
+	expect_usage_error run_bad_option run --bogus -- true
+	expect_usage_error run_bad_short_option run -x true
+	expect_usage_error run_bad_text run --text=some -- true
+	expect_usage_error run_bad_verbose run --verbose=4 -- true
+	expect_usage_error run_bad_stats_empty run --stats= -- true
+	expect_usage_error run_bad_stats_dir run --stats="$tmp/no/such/dir/file" -- true
+	expect_usage_error run_no_cmd run
+	expect_usage_error run_no_cmd_after_dashes run --backing thp --
+}
+
+# ---------- exit statuses and signals ----------
+
+test_status() { # name want args...
+	local name=$1 want=$2
+	shift 2
+	can_preload "$name" || return
+	sp run "$@"
+	if [ "$rc" != "$want" ]; then
+		fail "$name" "'superpage run $*' exited $rc, want $want: $(oneline "$tmp/err")"
+	else
+		pass "$name"
+	fi
+}
+
+test_exec_errors() {
+	sp run -- /nonexistent/program
+	if [ "$rc" != 127 ] || [ "$(nlines "$tmp/err")" != 1 ] ||
+		! grep -q '^superpage: cannot run /nonexistent/program: No such file or directory$' "$tmp/err"; then
+		fail run_not_found "exit $rc, stderr: $(oneline "$tmp/err")"
+	else
+		pass run_not_found
+	fi
+	sp run superpage-no-such-command-anywhere
+	if [ "$rc" != 127 ] || [ "$(nlines "$tmp/err")" != 1 ]; then
+		fail run_not_in_path "exit $rc, stderr: $(oneline "$tmp/err")"
+	else
+		pass run_not_in_path
+	fi
+	printf 'not a program\n' >"$tmp/noexec"
+	chmod 644 "$tmp/noexec"
+	sp run -- "$tmp/noexec"
+	if [ "$rc" != 126 ] || [ "$(nlines "$tmp/err")" != 1 ] ||
+		! grep -q "^superpage: cannot run $tmp/noexec: Permission denied$" "$tmp/err"; then
+		fail run_not_executable "exit $rc, want 126: $(oneline "$tmp/err")"
+	else
+		pass run_not_executable
+	fi
+}
+
+# SIGUSR1 to superpage reaches the program; SIGINT to superpage alone does not end it.
+test_signals() {
+	local name=run_signals pid why=''
+	can_preload $name || return
+	"$SP" run -- sh -c 'trap "exit 42" USR1; echo ready; while :; do sleep 0.05; done' \
+		>"$tmp/sig_out" 2>"$tmp/sig_err" &
+	pid=$!
+	for _ in $(seq 100); do
+		grep -q ready "$tmp/sig_out" && break
+		sleep 0.05
+	done
+	if ! grep -q ready "$tmp/sig_out"; then
+		why="the program did not start: $(oneline "$tmp/sig_err")"
+	else
+		kill -INT $pid
+		sleep 0.2
+		if ! kill -0 $pid 2>/dev/null; then
+			why="SIGINT to superpage ended it"
+		else
+			kill -USR1 $pid
+		fi
+	fi
+	for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+	if kill -0 $pid 2>/dev/null; then
+		[ -n "$why" ] || why="SIGUSR1 was not passed on: the program still runs"
+		for c in $(cat /proc/$pid/task/*/children 2>/dev/null); do kill -KILL "$c"; done
+		kill -KILL $pid 2>/dev/null
+	fi
+	wait $pid
+	rc=$?
+	[ -n "$why" ] || [ "$rc" = 42 ] || why="exited $rc, want 42 (the program's USR1 trap)"
+	if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
+}
+
+# ---------- the program's environment ----------
+
+test_preload() {
+	local name=run_ld_preload got
+	can_preload $name || return
+	if ! gcc -shared -fPIC -o "$tmp/libempty.so" -x c - <<<'int superpage_test_empty;' 2>/dev/null; then
+		skip $name "no gcc to build an empty library"
+		return
+	fi
+	sp run -- sh -c 'echo "$LD_PRELOAD"'
+	got=$(cat "$tmp/out")
+	if [ "$rc" != 0 ] || [ "$got" != "$rt_abs" ]; then
+		fail $name "without LD_PRELOAD: exit $rc, LD_PRELOAD='$got', want '$rt_abs'"
+		return
+	fi
+	LD_PRELOAD=$tmp/libempty.so sp run -- sh -c 'echo "$LD_PRELOAD"'
+	got=$(cat "$tmp/out")
+	if [ "$rc" != 0 ] || [ "$got" != "$rt_abs:$tmp/libempty.so" ]; then
+		fail $name "LD_PRELOAD='$got', want '$rt_abs:$tmp/libempty.so'"
+		return
+	fi
+	# Already there (a nested run): not added twice.
+	LD_PRELOAD="$tmp/libempty.so $rt_abs" sp run -- sh -c 'echo "$LD_PRELOAD"'
+	got=$(cat "$tmp/out")
+	if [ "$rc" != 0 ] || [ "$got" != "$rt_abs:$tmp/libempty.so" ]; then
+		fail $name "with the runtime in LD_PRELOAD already: '$got', want '$rt_abs:$tmp/libempty.so'"
+		return
+	fi
+	pass $name
+}
+
+# Prints the value of NAME in $tmp/out (env output), or "<unset>".
+env_of() { grep "^$1=" "$tmp/out" | head -n 1 | cut -d= -f2- | grep . || echo '<unset>'; }
+
+test_env() {
+	local name=run_env why='' pair
+	can_preload $name || return
+	SUPERPAGE_MIN=8M SUPERPAGE_SHM=no sp run --backing thp --min 4M --stats -- env
+	for pair in SUPERPAGE_BACKING=thp SUPERPAGE_MIN=4M SUPERPAGE_STATS=yes SUPERPAGE_SHM=no \
+		SUPERPAGE_HEAP='<unset>' SUPERPAGE_TEXT='<unset>' SUPERPAGE_STACKS='<unset>' \
+		SUPERPAGE_VERBOSE='<unset>'; do
+		[ "$(env_of "${pair%%=*}")" = "${pair#*=}" ] ||
+			why="$why ${pair%%=*} is '$(env_of "${pair%%=*}")', want '${pair#*=}';"
+	done
+	[ "$rc" = 0 ] || why="exit $rc: $(oneline "$tmp/err")"
+	if [ -z "$why" ]; then
+		sp run --no-heap --text=all --stacks --shm -vv --backing 2M -- env
+		for pair in SUPERPAGE_HEAP=no SUPERPAGE_TEXT=all SUPERPAGE_STACKS=yes SUPERPAGE_SHM=yes \
+			SUPERPAGE_VERBOSE=2 SUPERPAGE_BACKING=2m SUPERPAGE_STATS='<unset>'; do
+			[ "$(env_of "${pair%%=*}")" = "${pair#*=}" ] ||
+				why="$why ${pair%%=*} is '$(env_of "${pair%%=*}")', want '${pair#*=}';"
+		done
+	fi
+	if [ -z "$why" ]; then
+		sp run --text --verbose --verbose=1 -v -- env
+		[ "$(env_of SUPERPAGE_TEXT)" = main ] && [ "$(env_of SUPERPAGE_VERBOSE)" = 2 ] ||
+			why="--text --verbose --verbose=1 -v gave TEXT=$(env_of SUPERPAGE_TEXT) VERBOSE=$(env_of SUPERPAGE_VERBOSE)"
+	fi
+	if [ -z "$why" ]; then
+		mkdir -p "$tmp/cwd"
+		(cd "$tmp/cwd" && "$SP" run --stats=./rel.json -- env) >"$tmp/out" 2>"$tmp/err"
+		[ "$(env_of SUPERPAGE_STATS)" = "$(cd "$tmp/cwd" && pwd -P)/rel.json" ] ||
+			[ "$(env_of SUPERPAGE_STATS)" = "$tmp/cwd/rel.json" ] ||
+			why="--stats=./rel.json gave SUPERPAGE_STATS=$(env_of SUPERPAGE_STATS), want it absolute"
+	fi
+	if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
+	# A --help after CMD is CMD's.
+	sp run printf '%s\n' --help
+	if [ "$rc" != 0 ] || [ "$(cat "$tmp/out")" != "--help" ]; then
+		fail run_help_after_cmd "'run printf %s --help' exited $rc and printed: $(oneline "$tmp/out")"
+	else
+		pass run_help_after_cmd
+	fi
+}
+
+# The runtime of an installed tree: bin/superpage finds lib/libsuperpage-run.so.
+test_find_runtime() {
+	local name=run_installed_layout
+	mkdir -p "$tmp/alone" "$tmp/inst/bin" "$tmp/inst/lib"
+	cp "$SP" "$tmp/alone/superpage"
+	"$tmp/alone/superpage" run -- true >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" != 2 ] || [ "$(nlines "$tmp/err")" != 1 ] || ! grep -q 'cannot find the runtime' "$tmp/err"; then
+		fail run_no_runtime "exit $rc: $(oneline "$tmp/err")"
+	else
+		pass run_no_runtime
+	fi
+	can_preload $name || return
+	if [ ! -f "$RT" ]; then
+		skip $name "$RT is not built"
+		return
+	fi
+	cp "$SP" "$tmp/inst/bin/superpage"
+	cp "$RT" "$tmp/inst/lib/libsuperpage-run.so"
+	"$tmp/inst/bin/superpage" run -- sh -c 'echo "$LD_PRELOAD"' >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" != 0 ] || [ "$(cat "$tmp/out")" != "$(cd "$tmp/inst/lib" && pwd -P)/libsuperpage-run.so" ]; then
+		fail $name "exit $rc, LD_PRELOAD '$(cat "$tmp/out")': $(oneline "$tmp/err")"
+	else
+		pass $name
+	fi
+}
+
+# ---------- what cannot be preloaded ----------
+
+test_static() {
+	local name=run_static msg
+	printf '#include <stdlib.h>\nint main(void) { return getenv("SUPERPAGE_STATS") ? 3 : 4; }\n' \
+		>"$tmp/static.c"
+	if ! gcc -static -o "$tmp/static" "$tmp/static.c" 2>/dev/null; then
+		skip $name "cannot link a static program (no static libc)"
+		return
+	fi
+	sp run --stats -- "$tmp/static"
+	msg="superpage: $tmp/static is statically linked: it runs without superpage"
+	if [ "$rc" != 3 ]; then
+		fail $name "exit $rc, want 3 (the program's own): $(oneline "$tmp/err")"
+	elif [ "$(nlines "$tmp/err")" != 1 ] || [ "$(cat "$tmp/err")" != "$msg" ]; then
+		fail $name "stderr is not the one warning line: $(oneline "$tmp/err")"
+	else
+		pass $name
+	fi
+	# Found through PATH, as execvp finds it.
+	PATH=$tmp:$PATH sp run static
+	if [ "$rc" != 4 ] || ! grep -q "^$msg\$" "$tmp/err"; then
+		fail run_static_in_path "exit $rc: $(oneline "$tmp/err")"
+	else
+		pass run_static_in_path
+	fi
+	# A script whose interpreter is static.
+	printf '#!%s\n' "$tmp/static" >"$tmp/script"
+	chmod 755 "$tmp/script"
+	sp run -- "$tmp/script"
+	if [ "$rc" != 4 ] || ! grep -q "^superpage: $tmp/script is run by $tmp/static, which is statically linked" "$tmp/err"; then
+		fail run_static_interpreter "exit $rc: $(oneline "$tmp/err")"
+	else
+		pass run_static_interpreter
+	fi
+	# A dynamic program gets no such word.
+	if can_preload run_dynamic_quiet; then
+		sp run -- true
+		if grep -q 'without superpage' "$tmp/err"; then
+			fail run_dynamic_quiet "true is said to run without superpage: $(oneline "$tmp/err")"
+		else
+			pass run_dynamic_quiet
+		fi
+	fi
+}
+
+# ---------- backings ----------
+
+test_4k() {
+	local name=run_4k_thp_disabled own
+	can_preload $name || return
+	own=$(grep '^THP_enabled:' /proc/self/status)
+	if [ -z "$own" ]; then
+		skip $name "this kernel does not show THP_enabled in /proc/PID/status"
+		return
+	fi
+	sp run --backing 4k -- grep '^THP_enabled:' /proc/self/status
+	if [ "$rc" != 0 ] || [ "$(cat "$tmp/out")" != "$(printf 'THP_enabled:\t0')" ]; then
+		fail $name "with --backing 4k the program shows '$(cat "$tmp/out")' (exit $rc)"
+		return
+	fi
+	sp run --backing thp -- grep '^THP_enabled:' /proc/self/status
+	if [ "$(cat "$tmp/out")" != "$own" ]; then
+		fail $name "with --backing thp the program shows '$(cat "$tmp/out")', this shell '$own'"
+		return
+	fi
+	pass $name
+}
+
+# Where a backing cannot be had, one line says so with the fix, and the program runs.
+test_unavailable() {
+	local name=run_2m_unavailable
+	if [ -n "$no_preload" ]; then
+		skip $name "$no_preload"
+		skip run_only_4k "$no_preload"
+		return
+	fi
+	if pool_has_room $HP/hugepages-2048kB; then
+		skip $name "the 2M pool has free pages here"
+	else
+		sp run --backing 2m -- true
+		if [ "$rc" != 0 ] || [ "$(grep -c '^superpage: .*2m' "$tmp/err")" != 1 ] ||
+			{ [ -d $HP/hugepages-2048kB ] && ! grep -q 'superpage pool 512' "$tmp/err"; }; then
+			fail $name "exit $rc, stderr: $(oneline "$tmp/err")"
+		else
+			pass $name
+		fi
+	fi
+	# THP disabled by an outer --backing 4k, and no pool: only base pages are left.
+	name=run_only_4k
+	if pool_has_room $HP/hugepages-2048kB || pool_has_room $HP/hugepages-1048576kB; then
+		skip $name "a hugetlb pool has free pages here"
+		return
+	fi
+	sp run --backing 4k -- "$SP" run --backing auto -- true
+	if [ "$rc" != 0 ] || [ "$(nlines "$tmp/err")" != 1 ] ||
+		! grep -q '^superpage: only 4 KiB pages can be had here' "$tmp/err"; then
+		fail $name "exit $rc, stderr: $(oneline "$tmp/err")"
+	else
+		pass $name
+	fi
+}
+
+# ---------- the account at exit ----------
+
+test_stats_text() {
+	local name=run_stats_text
+	if ! can_preload $name; then
+		skip run_stats_stderr_closed "$no_preload"
+		return
+	fi
+	if [ ! -f "$RT" ]; then
+		skip $name "$RT is not built"
+		return
+	fi
+	sp run --stats -- /bin/true
+	if [ "$rc" != 0 ] ||
+		! grep -qE '^superpage: pid [0-9]+ \(true\): .* resident, .* on huge pages \([0-9.]+%\)' "$tmp/err" ||
+		! grep -qE '^superpage: pid [0-9]+ \(true\): fallbacks: ' "$tmp/err"; then
+		fail $name "exit $rc, stderr: $(oneline "$tmp/err")"
+	else
+		pass $name
+	fi
+	# GNU ls closes stderr in an atexit handler that runs before the account.
+	sp run --stats -- ls -d /
+	if [ "$rc" != 0 ] || ! grep -qE '^superpage: pid [0-9]+ \(ls\): fallbacks: ' "$tmp/err"; then
+		fail run_stats_stderr_closed "exit $rc, stderr: $(oneline "$tmp/err")"
+	else
+		pass run_stats_stderr_closed
+	fi
+}
+
+test_stats_json() {
+	local name=run_stats_json why
+	can_preload $name || return
+	if [ ! -f "$RT" ]; then
+		skip $name "$RT is not built"
+		return
+	fi
+	if ! have_python; then
+		skip $name "no python3 to parse JSON"
+		return
+	fi
+	rm -f "$tmp/stats.json"
+	# bash and two /bin/true: three processes, three lines. (Not sh: dash ends with
+	# _exit, and a process that ends with _exit writes no account.)
+	sp run --stats="$tmp/stats.json" -- bash -c '/bin/true; /bin/true; echo done'
+	if [ "$rc" != 0 ] || [ "$(cat "$tmp/out")" != "done" ]; then
+		fail $name "exit $rc, stdout '$(oneline "$tmp/out")', stderr: $(oneline "$tmp/err")"
+		return
+	fi
+	why=$(python3 - "$tmp/stats.json" 2>&1 <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+if len(lines) != 3:
+    print("%d lines, want 3 (bash and two true): %r" % (len(lines), lines)); sys.exit()
+kinds = ("heap", "anon", "text", "data", "stack", "shm", "other")
+pids = set()
+for l in lines:
+    d = json.loads(l)
+    for k in ("pid", "comm", "rss_bytes", "huge_bytes", "coverage", "regions", "heap", "falls",
+              "vm_hwm_bytes"):
+        if k not in d: print("no key %s in %s" % (k, l)); sys.exit()
+    pids.add(d["pid"])
+    if d["rss_bytes"] <= 0 or not 0 <= d["huge_bytes"] <= d["rss_bytes"]:
+        print("rss_bytes %d, huge_bytes %d" % (d["rss_bytes"], d["huge_bytes"])); sys.exit()
+    if abs(d["coverage"] - d["huge_bytes"] / d["rss_bytes"]) > 1e-5:
+        print("coverage %r is not huge/rss" % d["coverage"]); sys.exit()
+    if set(d["regions"]) != set(kinds): print("regions %r" % sorted(d["regions"])); sys.exit()
+    if sum(d["regions"][k]["bytes"] for k in kinds) != d["rss_bytes"]:
+        print("regions do not add up to rss_bytes"); sys.exit()
+    h = d["heap"]
+    for k in ("in_use", "peak", "mallocs", "frees", "units", "large_blocks", "large_bytes",
+              "mremaps", "released_units"):
+        if not isinstance(h.get(k), (int, dict)): print("no heap key %s" % k); sys.exit()
+    if set(h["units"]) != {"4k", "thp", "2m", "1g"}: print("units %r" % h["units"]); sys.exit()
+    if h["peak"] < h["in_use"]: print("peak %d below in_use %d" % (h["peak"], h["in_use"])); sys.exit()
+    for rung, whys in d["falls"].items():
+        if rung not in ("auto", "4k", "thp", "2m", "1g") or not whys or \
+           not all(isinstance(n, int) and n > 0 for n in whys.values()):
+            print("falls %r" % d["falls"]); sys.exit()
+if len(pids) != 3: print("pids %r are not three" % sorted(pids)); sys.exit()
+comms = sorted(json.loads(l)["comm"] for l in lines)
+if comms.count("true") != 2: print("comms %r, want two 'true'" % comms); sys.exit()
+if max(json.loads(l)["heap"]["mallocs"] for l in lines) == 0: print("no process counted a malloc")
+PY
+)
+	if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
+}
+
+test_help
+test_bad_args
+test_status run_true 0 -- true
+test_status run_exit_status 7 -- sh -c 'exit 7'
+test_status run_no_dashes 7 sh -c 'exit 7'
+test_status run_killed_by_signal 143 -- sh -c 'kill -TERM $$'
+test_exec_errors
+test_signals
+test_preload
+test_env
+test_find_runtime
+test_static
+test_4k
+test_unavailable
+test_stats_text
+test_stats_json
+exit $failed
