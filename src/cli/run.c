@@ -605,95 +605,17 @@ static void say_image(const char *cmd)
 
 /* ---------- running it ---------- */
 
-static volatile sig_atomic_t child;
-
-static void forward(int sig)
-{
-	int e = errno;
-
-	if (child > 0)
-		kill((pid_t)child, sig);
-	errno = e;
-}
-
-static const int forwarded[] = { SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
-static const int ignored[] = { SIGINT, SIGQUIT };
-#define N_OF(a) (sizeof a / sizeof a[0])
-
-/* While CMD runs: SIGINT and SIGQUIT are ignored (the terminal sends them to CMD
- * too, as with system()), the others are passed on to CMD. A signal this process
- * ignored already stays ignored (nohup), and CMD ignores it as well. */
-static void catch_signals(void)
-{
-	struct sigaction sa, old;
-
-	memset(&sa, 0, sizeof sa);
-	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = SIG_IGN;
-	for (size_t k = 0; k < N_OF(ignored); k++)
-		sigaction(ignored[k], &sa, NULL);
-	sa.sa_handler = forward;
-	sa.sa_flags = SA_RESTART;
-	for (size_t k = 0; k < N_OF(forwarded); k++) {
-		if (sigaction(forwarded[k], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
-			continue;
-		sigaction(forwarded[k], &sa, NULL);
-	}
-}
-
-/* Starts CMD and waits for it. Returns its exit status as a shell gives it. hint
- * follows the error when CMD cannot be run (a value given to an option that takes
- * none, as in "--stats out.json"). */
+/* Becomes CMD (no fork: one process less to start, and CMD's exit status or the
+ * signal that ends it is seen by the caller exactly as if CMD had run alone).
+ * Returns only when exec fails, with a shell's status: 126 or 127. hint follows
+ * the error (a value given to an option that takes none, as in "--stats out.json"). */
 static int start(char **cmd, const char *hint)
 {
-	sigset_t block, old;
-	int pipefd[2], err = 0, status;
-	ssize_t n;
-	pid_t pid;
-
-	sigemptyset(&block);
-	for (size_t k = 0; k < N_OF(ignored); k++)
-		sigaddset(&block, ignored[k]);
-	for (size_t k = 0; k < N_OF(forwarded); k++)
-		sigaddset(&block, forwarded[k]);
-	/* A pipe that closes on exec: the child writes errno to it if exec fails. */
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return cli_error(EXIT_USAGE, "run: cannot start %s: pipe: %s", cmd[0], strerror(errno));
 	fflush(NULL);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	pid = fork();
-	if (pid < 0) {
-		err = errno;
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return cli_error(EXIT_USAGE, "run: cannot start %s: fork: %s", cmd[0], strerror(err));
-	}
-	if (pid == 0) {
-		close(pipefd[0]);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		execvp(cmd[0], cmd);
-		err = errno;
-		while (write(pipefd[1], &err, sizeof err) < 0 && errno == EINTR)
-			;
-		_exit(127);
-	}
-	child = pid;
-	catch_signals();
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	close(pipefd[1]);
-	do
-		n = read(pipefd[0], &err, sizeof err);
-	while (n < 0 && errno == EINTR);
-	close(pipefd[0]);
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR)
-			return cli_error(EXIT_USAGE, "run: cannot wait for %s: %s", cmd[0], strerror(errno));
-	}
-	if (n == (ssize_t)sizeof err)
-		return cli_error(err == EACCES ? 126 : 127, "cannot run %s: %s%s", cmd[0], strerror(err),
-				 hint);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
+	execvp(cmd[0], cmd);
+	int err = errno;
+	return cli_error(err == EACCES ? 126 : 127, "cannot run %s: %s%s", cmd[0], strerror(err),
+			 hint);
 }
 
 /* The backing CMD will run with: the option, else a good inherited value, else auto. */
