@@ -94,7 +94,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 	const struct sp_options *o = rt_options();
 	if (len >= o->min && o->min)
 		return large_map(len, flags);
-	if (o->heap && len >= o->arena_min && o->arena_min) {
+	if (o->heap && len >= o->arena_min && o->arena_min && len <= UNIT_SIZE) {
 		void *p = small_map(len);
 		if (p)
 			return p;

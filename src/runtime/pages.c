@@ -438,6 +438,8 @@ static int32_t take_unit(void)
 
 struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 {
+	if (npages == 0 || npages > PAGES_PER_UNIT || align > PAGES_PER_UNIT)
+		return NULL;
 	pthread_mutex_lock(&plock);
 	struct span *s = span_new();
 	int32_t u = NO_UNIT;
