@@ -77,6 +77,8 @@ struct central {
 /* All-zero is PTHREAD_MUTEX_INITIALIZER for glibc's default mutex. */
 static struct central central[NCLASS];
 
+static void count_out(int64_t bytes);
+
 static void list_add(struct central *c, struct span *s)
 {
 	s->prev = NULL;
@@ -108,6 +110,8 @@ static struct span *new_small_span(unsigned cls)
 		return NULL;
 	size_t size = class_size(cls);
 	s->cls = (uint8_t)cls;
+	s->size = (uint32_t)size;
+	s->recip = (uint32_t)(((1ull << 32) + size - 1) / size);
 	s->nobj = (uint32_t)((s->npages << PAGE_SHIFT) / size);
 	s->bump = s->start;
 	s->end = s->start + s->nobj * size;
@@ -155,6 +159,7 @@ static unsigned central_take(unsigned cls, unsigned n, void **out)
 			list_del(c, s);
 	}
 	pthread_mutex_unlock(&c->lock);
+	count_out((int64_t)(got * size));
 	*out = list;
 	return got;
 }
@@ -164,15 +169,16 @@ static void central_put(unsigned cls, void *list)
 {
 	struct central *c = &central[cls];
 	struct span *empty = NULL;
+	int64_t n = 0;
 	pthread_mutex_lock(&c->lock);
 	while (list) {
 		void *o = list;
 		list = *(void **)o;
-		bool in_range;
-		struct span *s = pages_lookup(o, &in_range);
+		struct span *s = span_at((uintptr_t)o);
 		*(void **)o = s->freelist;
 		s->freelist = o;
 		s->used--;
+		n++;
 		if (!s->listed)
 			list_add(c, s);
 		if (s->used == 0 && c->nspans > 1) {
@@ -182,6 +188,7 @@ static void central_put(unsigned cls, void *list)
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
+	count_out(-n * (int64_t)class_size(cls));
 	while (empty) {
 		struct span *s = empty;
 		empty = s->next;
@@ -196,41 +203,30 @@ struct tcache {
 	void *head[NCLASS];
 	uint32_t count[NCLASS];
 	int state;
-	int64_t d_in_use;            /* bytes, not yet added to the global count */
-	uint64_t d_mallocs, d_frees;
+	uint64_t d_mallocs, d_frees; /* not yet added to the global counts */
 };
 static __thread struct tcache tc;
 
 static _Atomic int64_t g_in_use;
 static _Atomic uint64_t g_peak, g_mallocs, g_frees;
 
-static void flush_counts(struct tcache *t)
+/* Bytes out of the central lists and page heap: the program's blocks and what the
+ * threads' caches hold (at most two batches a class). Counted on the slow paths
+ * only, so the common malloc and free touch no shared line. */
+static void count_out(int64_t bytes)
 {
-	int64_t now = atomic_fetch_add(&g_in_use, t->d_in_use) + t->d_in_use;
-	uint64_t peak = atomic_load(&g_peak);
-	while (now > 0 && (uint64_t)now > peak &&
+	int64_t now = atomic_fetch_add_explicit(&g_in_use, bytes, memory_order_relaxed) + bytes;
+	uint64_t peak = atomic_load_explicit(&g_peak, memory_order_relaxed);
+	while (bytes > 0 && (uint64_t)now > peak &&
 	       !atomic_compare_exchange_weak(&g_peak, &peak, (uint64_t)now))
 		;
-	atomic_fetch_add(&g_mallocs, t->d_mallocs);
-	atomic_fetch_add(&g_frees, t->d_frees);
-	t->d_in_use = 0;
+}
+
+static void flush_counts(struct tcache *t)
+{
+	atomic_fetch_add_explicit(&g_mallocs, t->d_mallocs, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g_frees, t->d_frees, memory_order_relaxed);
 	t->d_mallocs = t->d_frees = 0;
-}
-
-static inline void count_malloc(size_t bytes)
-{
-	tc.d_in_use += (int64_t)bytes;
-	tc.d_mallocs++;
-	if (tc.d_in_use > (1 << 20) || tc.state != TC_LIVE)
-		flush_counts(&tc);
-}
-
-static inline void count_free(size_t bytes)
-{
-	tc.d_in_use -= (int64_t)bytes;
-	tc.d_frees++;
-	if (tc.d_in_use < -(1 << 20) || tc.state != TC_LIVE)
-		flush_counts(&tc);
 }
 
 static void tc_drain(struct tcache *t, unsigned cls, unsigned keep)
@@ -245,6 +241,7 @@ static void tc_drain(struct tcache *t, unsigned cls, unsigned keep)
 	}
 	if (give)
 		central_put(cls, give);
+	flush_counts(t);
 }
 
 static void thread_exit(void *arg)
@@ -270,51 +267,74 @@ static inline struct tcache *tc_get(void)
 
 /* ---------- small objects ---------- */
 
-static void *small_alloc(unsigned cls)
+/* The slow half of a small malloc: refill the cache from the central list. */
+static __attribute__((noinline)) void *small_refill(unsigned cls)
 {
 	struct tcache *t = tc_get();
-	void *o;
-	if (t && t->head[cls]) {
-		o = t->head[cls];
+	void *list;
+	unsigned n = central_take(cls, t ? class_batch(cls) : 1, &list);
+	if (n == 0)
+		return NULL;
+	void *o = list;
+	if (t) {
 		t->head[cls] = *(void **)o;
-		t->count[cls]--;
+		t->count[cls] = n - 1;
+		t->d_mallocs++;
+		flush_counts(t);
 	} else {
-		void *list;
-		unsigned n = central_take(cls, t ? class_batch(cls) : 1, &list);
-		if (n == 0)
-			return NULL;
-		o = list;
-		list = *(void **)o;
-		if (t) {
-			t->head[cls] = list;
-			t->count[cls] = n - 1;
-		}
+		atomic_fetch_add_explicit(&g_mallocs, 1, memory_order_relaxed);
 	}
 	((uintptr_t *)o)[1] = 0;
 	return o;
 }
 
-static void small_free(struct span *s, void *p)
+static inline void *small_alloc(unsigned cls)
 {
-	unsigned cls = s->cls;
-	size_t size = class_size(cls);
-	uintptr_t off = (uintptr_t)p - s->start;
-	if (off % size || (uintptr_t)p >= s->end)
-		rt_abort("free(): invalid pointer %p (inside a block)", p);
-	if (((uintptr_t *)p)[1] == free_key)
-		rt_abort("free(): double free of %p", p);
-	((uintptr_t *)p)[1] = free_key;
-	count_free(size);
+	void *o = tc.head[cls];
+	if (__builtin_expect(o != NULL, 1)) {
+		tc.head[cls] = *(void **)o;
+		tc.count[cls]--;
+		tc.d_mallocs++;
+		((uintptr_t *)o)[1] = 0;
+		return o;
+	}
+	return small_refill(cls);
+}
+
+static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
+{
 	struct tcache *t = tc_get();
 	if (!t) {
 		*(void **)p = NULL;
 		central_put(cls, p);
+		atomic_fetch_add_explicit(&g_frees, 1, memory_order_relaxed);
 		return;
 	}
 	*(void **)p = t->head[cls];
 	t->head[cls] = p;
-	if (++t->count[cls] > 2 * class_batch(cls))
-		tc_drain(t, cls, class_batch(cls));
+	t->count[cls]++;
+	t->d_frees++;
+	tc_drain(t, cls, class_batch(cls));
+}
+
+static inline void small_free(struct span *s, void *p)
+{
+	unsigned cls = s->cls;
+	uintptr_t off = (uintptr_t)p - s->start;
+	if (__builtin_expect((uint32_t)((off * s->recip) >> 32) * (uintptr_t)s->size != off ||
+			     (uintptr_t)p >= s->end, 0))
+		rt_abort("free(): invalid pointer %p (inside a block)", p);
+	if (__builtin_expect(((uintptr_t *)p)[1] == free_key, 0))
+		rt_abort("free(): double free of %p", p);
+	((uintptr_t *)p)[1] = free_key;
+	if (__builtin_expect(tc.state == TC_LIVE && tc.count[cls] < 2u * class_batch(cls), 1)) {
+		*(void **)p = tc.head[cls];
+		tc.head[cls] = p;
+		tc.count[cls]++;
+		tc.d_frees++;
+		return;
+	}
+	small_free_slow(cls, p);
 }
 
 /* ---------- the entry points ---------- */
@@ -337,7 +357,8 @@ static void *big_alloc(size_t size, size_t align, bool *clean)
 		return NULL;
 	if (clean)
 		*clean = s->clean;
-	count_malloc(span_usable(s));
+	count_out((int64_t)span_usable(s));
+	atomic_fetch_add_explicit(&g_mallocs, 1, memory_order_relaxed);
 	return (void *)s->start;
 }
 
@@ -347,13 +368,8 @@ static void *alloc(size_t size, bool *clean)
 		return NULL;
 	if (clean)
 		*clean = false;
-	if (size <= SMALL_MAX) {
-		unsigned cls = class_of(size ? size : 1);
-		void *p = small_alloc(cls);
-		if (p)
-			count_malloc(class_size(cls));
-		return p;
-	}
+	if (size <= SMALL_MAX)
+		return small_alloc(class_of(size ? size : 1));
 	return big_alloc(size, PAGE_SIZE, clean);
 }
 
@@ -381,10 +397,8 @@ static struct span *block_span(const void *p)
 	return s;
 }
 
-void rt_free(void *p)
+static __attribute__((noinline)) void big_free(void *p)
 {
-	if (!p)
-		return;
 	struct span *s = block_span(p);
 	if (!s)
 		return;
@@ -392,8 +406,24 @@ void rt_free(void *p)
 		small_free(s, p);
 		return;
 	}
-	count_free(span_usable(s));
+	count_out(-(int64_t)span_usable(s));
+	atomic_fetch_add_explicit(&g_frees, 1, memory_order_relaxed);
 	pages_free(s);
+}
+
+void rt_free(void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	/* The common case in a few loads: a small object on a page of the heap. */
+	if (__builtin_expect(a - heap_base < heap_top - heap_base, 1)) {
+		struct span *s = span_at(a);
+		if (__builtin_expect(s && s->kind == SPAN_SMALL && s->magic == SPAN_MAGIC, 1)) {
+			small_free(s, p);
+			return;
+		}
+	}
+	if (p)
+		big_free(p);
 }
 
 void *rt_calloc(size_t n, size_t size)
@@ -440,12 +470,7 @@ void *rt_realloc(void *p, size_t size)
 		size_t before = have;
 		bool moved;
 		if (pages_resize_large(s, size, &moved)) {
-			size_t now = span_usable(s);
-			tc_get();
-			if (now > before)
-				count_malloc(now - before);
-			else if (now < before)
-				count_free(before - now);
+			count_out((int64_t)span_usable(s) - (int64_t)before);
 			return (void *)s->start;
 		}
 	} else if (size <= have && size >= have / 2) {
@@ -479,8 +504,6 @@ void *rt_memalign(size_t align, size_t size)
 		for (unsigned c = class_of(want); c < NCLASS; c++) {
 			if (class_size(c) % align == 0) {
 				p = small_alloc(c);
-				if (p)
-					count_malloc(class_size(c));
 				break;
 			}
 		}
@@ -499,18 +522,30 @@ static void fork_prepare(void)
 	for (unsigned c = 0; c < NCLASS; c++)
 		pthread_mutex_lock(&central[c].lock);
 	pages_lock();
+	pages_fork_prepare();
 }
 
-static void fork_parent(void)
+static void fork_unlock(void)
 {
 	pages_unlock();
 	for (unsigned c = NCLASS; c-- > 0;)
 		pthread_mutex_unlock(&central[c].lock);
 }
 
+static void fork_parent(void)
+{
+	int e = errno;
+	pages_fork_parent();
+	fork_unlock();
+	errno = e;
+}
+
 static void fork_child(void)
 {
-	fork_parent();
+	int e = errno;
+	pages_fork_child();
+	fork_unlock();
+	errno = e;
 }
 
 /* ---------- stats ---------- */
@@ -518,8 +553,7 @@ static void fork_child(void)
 void rt_stats_get(struct rt_stats *out)
 {
 	memset(out, 0, sizeof *out);
-	if (tc.state == TC_LIVE)
-		flush_counts(&tc);
+	flush_counts(&tc);
 	int64_t in_use = atomic_load(&g_in_use);
 	out->in_use = in_use > 0 ? (uint64_t)in_use : 0;
 	out->peak_in_use = atomic_load(&g_peak);

@@ -40,6 +40,9 @@ struct span {
 	uintptr_t start;
 	size_t npages;         /* SMALL/MEDIUM: pages; LARGE: pages of whole units */
 	/* SPAN_SMALL: objects */
+	uint32_t size;         /* object size */
+	uint32_t recip;        /* ceil(2^32 / size): off is a multiple of size iff
+	                          ((off * recip) >> 32) * size == off, for off < 2^18 */
 	void *freelist;
 	uintptr_t bump, end;   /* never-used objects are [bump, end) */
 	uint32_t used, nobj;
@@ -73,6 +76,24 @@ void pages_unmap(uintptr_t addr, size_t len);
 void pages_note_mprotect(uintptr_t addr, size_t len);
 /* The range [lo, hi) the heap reserves: everything in it is the heap's. */
 void pages_range(uintptr_t *lo, uintptr_t *hi);
+/* The range, for lookups on the free path without a call: set once at start. */
+extern uintptr_t heap_base, heap_end;
+extern uintptr_t heap_top;                 /* end of the writable part (grows) */
+extern _Atomic(struct span *) *heap_pagemap;
+
+/* The span on the page of a (which must be in [heap_base, heap_top)). */
+static inline struct span *span_at(uintptr_t a)
+{
+	return __atomic_load_n((struct span **)&heap_pagemap[(a - heap_base) >> PAGE_SHIFT],
+			       __ATOMIC_ACQUIRE);
+}
+
+/* Under the page-heap lock, around fork: hugetlb units are never shared with a
+ * child (see pages.c). */
+void pages_fork_prepare(void);
+void pages_fork_parent(void);
+void pages_fork_child(void);
+
 void pages_lock(void);
 void pages_unlock(void);
 void pages_stats(struct rt_stats *st);

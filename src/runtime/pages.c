@@ -39,6 +39,8 @@ struct unit {
 static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t base;
 static size_t max_units, frontier;
+uintptr_t heap_base, heap_end, heap_top;
+_Atomic(struct span *) *heap_pagemap;
 static struct unit *units;
 static uint64_t *freebits;                /* 1 = unit FREE and below the frontier */
 static _Atomic(struct span *) *pagemap;
@@ -288,6 +290,7 @@ static int grow(size_t need_units)
 	}
 	bits_set(freebits, frontier, add, true);
 	__atomic_store_n(&frontier, want, __ATOMIC_RELEASE);
+	__atomic_store_n(&heap_top, unit_addr(want), __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -338,6 +341,10 @@ int pages_init(const struct sp_options *o)
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
 		return -ENOMEM;
 	pagemap = m;
+	heap_pagemap = m;
+	heap_base = base;
+	heap_end = base + (max_units << UNIT_SHIFT);
+	heap_top = base;
 	for (int b = 0; b < NBUCKET; b++)
 		bucket_head[b] = NO_UNIT;
 	return 0;
@@ -395,10 +402,10 @@ void pages_map_all(struct span *s)
 struct span *pages_lookup(const void *addr, bool *in_range)
 {
 	uintptr_t a = (uintptr_t)addr;
-	*in_range = a >= base && a < base + (max_units << UNIT_SHIFT);
-	if (!*in_range || a >= unit_addr(__atomic_load_n(&frontier, __ATOMIC_ACQUIRE)))
+	*in_range = a - heap_base < heap_end - heap_base;
+	if (!*in_range || a >= __atomic_load_n(&heap_top, __ATOMIC_ACQUIRE))
 		return NULL;
-	return atomic_load_explicit(&pagemap[page_of(a)], memory_order_acquire);
+	return span_at(a);
 }
 
 /* ---------- units for the page heap ---------- */
@@ -775,7 +782,8 @@ bool pages_resize_large(struct span *s, size_t new_size, bool *moved)
 			release(&rel);
 		return true;
 	}
-	bool hugetlb = s->backing == SP_BACKING_2M;
+	uint8_t backing = units[u].backing; /* the unit's: a forked child's are THP */
+	bool hugetlb = backing == SP_BACKING_2M;
 	/* Grow in place when the units after the block are free. */
 	if (!hugetlb && u + want <= max_units &&
 	    (u + want <= frontier || grow(u + want) == 0) &&
@@ -783,10 +791,10 @@ bool pages_resize_large(struct span *s, size_t new_size, bool *moved)
 		claim_units(u + n, want - n);
 		for (size_t i = u + n; i < u + want; i++) {
 			units[i].state = U_LARGE;
-			units[i].backing = s->backing;
+			units[i].backing = backing;
 			units[i].resident = 1;
 		}
-		count_units((enum sp_backing)s->backing, (long)(want - n));
+		count_units((enum sp_backing)backing, (long)(want - n));
 		s->npages = want * PAGES_PER_UNIT;
 		st_large_bytes += (want - n) << UNIT_SHIFT;
 		pthread_mutex_unlock(&plock);
@@ -815,7 +823,7 @@ bool pages_resize_large(struct span *s, size_t new_size, bool *moved)
 	}
 	for (size_t i = at; i < at + want; i++) {
 		units[i].state = U_LARGE;
-		units[i].backing = s->backing;
+		units[i].backing = backing;
 		units[i].resident = 1;
 	}
 	for (size_t i = u; i < u + n; i++) {
@@ -824,7 +832,7 @@ bool pages_resize_large(struct span *s, size_t new_size, bool *moved)
 		units[i].backing = 0;
 	}
 	bits_set(freebits, u, n, true);
-	count_units((enum sp_backing)s->backing, (long)(want - n));
+	count_units((enum sp_backing)backing, (long)(want - n));
 	map_set(page_of(s->start), NULL);
 	s->start = unit_addr(at);
 	s->npages = want * PAGES_PER_UNIT;
@@ -841,6 +849,104 @@ static _Atomic uint64_t st_small_mmaps, st_large_mmaps;
 void pages_note_mmap(bool large)
 {
 	atomic_fetch_add_explicit(large ? &st_large_mmaps : &st_small_mmaps, 1, memory_order_relaxed);
+}
+
+/* ---------- fork, with hugetlb units ----------
+ * Private hugetlb pages are copied on write after fork, from the pool: a child
+ * that writes one while the pool is empty dies of SIGBUS, and a parent that writes
+ * one then takes it from its child. So hugetlb units are never shared with a
+ * child: before fork their contents go to a staging copy and they are marked
+ * MADV_DONTFORK; the child maps THP memory in their place and fills it from the
+ * copy. The parent keeps its units untouched. Only --backing 2m has such units,
+ * and only its forks pay for the copy. */
+static char *stage;
+static size_t staged;
+
+static bool is_hugetlb_unit(size_t u)
+{
+	return (units[u].state == U_HEAP || units[u].state == U_LARGE) &&
+	       units[u].backing == SP_BACKING_2M;
+}
+
+/* Under plock, before fork. */
+void pages_fork_prepare(void)
+{
+	size_t n = st_units[SP_BACKING_2M];
+	void *m;
+	stage = NULL;
+	staged = 0;
+	if (!n || sp_os->mmap(NULL, n << UNIT_SHIFT, PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
+		return;
+	stage = m;
+	for (size_t u = 0; u < frontier && staged < n; u++) {
+		if (!is_hugetlb_unit(u))
+			continue;
+		memcpy(stage + (staged << UNIT_SHIFT), (void *)unit_addr(u), UNIT_SIZE);
+		sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, MADV_DONTFORK);
+		staged++;
+	}
+}
+
+void pages_fork_parent(void)
+{
+	if (!stage)
+		return;
+	for (size_t u = 0, k = 0; u < frontier && k < staged; u++)
+		if (is_hugetlb_unit(u)) {
+			sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, MADV_DOFORK);
+			k++;
+		}
+	sp_os->munmap(stage, st_units[SP_BACKING_2M] << UNIT_SHIFT);
+	stage = NULL;
+}
+
+/* Puts a private THP copy of src at unit u: filled 2 MiB-aligned elsewhere (so the
+ * copy faults in as one huge page) and moved over the unit's place, which is a hole
+ * (MADV_DONTFORK) or, if that advice failed, the unit shared with the parent. */
+static bool unit_from_copy(size_t u, const void *src)
+{
+	void *raw, *out;
+	if (sp_os->mmap(NULL, 2 * UNIT_SIZE, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &raw) < 0)
+		return false;
+	uintptr_t a = ((uintptr_t)raw + UNIT_SIZE - 1) & ~(uintptr_t)(UNIT_SIZE - 1);
+	if (a > (uintptr_t)raw)
+		sp_os->munmap(raw, a - (uintptr_t)raw);
+	if ((uintptr_t)raw + UNIT_SIZE > a)
+		sp_os->munmap((void *)(a + UNIT_SIZE), (uintptr_t)raw + UNIT_SIZE - a);
+	sp_os->madvise((void *)a, UNIT_SIZE, MADV_HUGEPAGE);
+	memcpy((void *)a, src, UNIT_SIZE);
+	if (sp_os->mremap((void *)a, UNIT_SIZE, UNIT_SIZE, MREMAP_MAYMOVE | MREMAP_FIXED,
+			  (void *)unit_addr(u), &out) < 0) {
+		sp_os->munmap((void *)a, UNIT_SIZE);
+		return false;
+	}
+	return true;
+}
+
+void pages_fork_child(void)
+{
+	size_t total = st_units[SP_BACKING_2M], k = 0;
+	if (!total)
+		return;
+	for (size_t u = 0; u < frontier && k < total; u++) {
+		if (!is_hugetlb_unit(u))
+			continue;
+		/* Without a staging copy (it could not be mapped) the units were shared
+		 * with this child, and are copied from where they are. */
+		const void *src = stage ? stage + (k << UNIT_SHIFT) : (const void *)unit_addr(u);
+		if ((stage && k >= staged) || !unit_from_copy(u, src))
+			rt_abort("after fork, the heap's hugetlb unit at %p could not be copied "
+				 "into this process", (void *)unit_addr(u));
+		units[u].backing = SP_BACKING_THP;
+		k++;
+	}
+	st_units[SP_BACKING_THP] += k;
+	st_units[SP_BACKING_2M] -= k;
+	if (stage)
+		sp_os->munmap(stage, total << UNIT_SHIFT);
+	stage = NULL;
 }
 
 void pages_stats(struct rt_stats *st)
