@@ -342,15 +342,20 @@ static bool pool_free(uint64_t size, bool *exists)
 	return *exists && (p.free > 0 || (p.overcommit > 0 && p.surplus < p.overcommit));
 }
 
-static void read_offer(struct offer *f)
+static void read_offer(struct offer *f, enum sp_backing b)
 {
 	char path[128];
 	uint64_t pmd = 2ull << 20;
 	int fd;
 
 	memset(f, 0, sizeof *f);
-	f->free_2m = pool_free(2ull << 20, &f->has_2m);
-	f->free_1g = pool_free(1ull << 30, &f->has_1g);
+	/* Only what the backing needs: this runs before every program. */
+	if (b == SP_BACKING_2M)
+		f->free_2m = pool_free(2ull << 20, &f->has_2m);
+	if (b == SP_BACKING_1G)
+		f->free_1g = pool_free(1ull << 30, &f->has_1g);
+	if (b != SP_BACKING_AUTO && b != SP_BACKING_THP)
+		return;
 	read_mode(THP_DIR "/enabled", f->thp.enabled, sizeof f->thp.enabled);
 	f->thp.present = f->thp.enabled[0] != 0;
 	fd = open(THP_DIR "/hpage_pmd_size", O_RDONLY | O_CLOEXEC);
@@ -412,15 +417,15 @@ static void say_offer(enum sp_backing b)
 
 	if (b == SP_BACKING_4K)
 		return;
-	read_offer(&f);
-	thp = thp_why_not(&f);
+	read_offer(&f, b);
+	thp = b == SP_BACKING_AUTO || b == SP_BACKING_THP ? thp_why_not(&f) : NULL;
 	switch (b) {
 	case SP_BACKING_AUTO:
-		if (f.free_2m || f.free_1g || !thp)
+		/* auto puts the heap on THP (see superpage-run(7)): pools do not help it. */
+		if (!thp)
 			return;
-		cli_warn("only 4 KiB pages can be had here (%s, %s): the program runs on base pages "
-			 "(see superpage status)",
-			 f.has_2m || f.has_1g ? "no free pool pages" : "no huge page pools", thp);
+		cli_warn("only 4 KiB pages can be had here (%s): the program runs on base pages "
+			 "(see superpage status)", thp);
 		return;
 	case SP_BACKING_THP:
 		if (!thp)
