@@ -488,7 +488,7 @@ void *rt_memalign(size_t align, size_t size)
 {
 	if (align <= MIN_ALIGN)
 		return rt_malloc(size);
-	if (align & (align - 1) || align > (1ul << 30)) {
+	if (align & (align - 1)) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -48,7 +48,10 @@ static int32_t bucket_head[NBUCKET];
 static int32_t cache_head = NO_UNIT, cache_tail = NO_UNIT;
 static size_t cached, heap_units;
 static enum sp_backing policy;            /* what units are asked to be */
+/* After the pool refused n units, runs of n or more are not asked for again for a
+ * second (or until hugetlb units are given back); smaller ones still are. */
 static uint64_t hugetlb_skip_until;
+static size_t hugetlb_skip_units;
 /* span descriptors */
 static struct span *span_free_list;
 static char *span_chunk;
@@ -104,13 +107,14 @@ static size_t bits_next(const uint64_t *b, size_t from, size_t limit, bool on)
 	return limit;
 }
 
-/* A run of n set bits starting at a multiple of align, below limit; or limit. */
-static size_t bits_find_run(const uint64_t *b, size_t limit, size_t n, size_t align)
+/* A run of n set bits whose start, plus phase, is a multiple of align; or limit. */
+static size_t bits_find_run_phase(const uint64_t *b, size_t limit, size_t n, size_t align,
+				  size_t phase)
 {
 	size_t i = 0;
 	while (i + n <= limit) {
 		size_t f = bits_next(b, i, limit, true);
-		f = (f + align - 1) & ~(align - 1);
+		f = ((f + phase + align - 1) & ~(align - 1)) - phase;
 		if (f + n > limit)
 			return limit;
 		size_t used = bits_next(b, f, f + n, false);
@@ -198,7 +202,7 @@ static void cache_remove(int32_t u)
 static bool back_hugetlb(size_t u, size_t n)
 {
 	uint64_t now = sp_os->now_ns();
-	if (now < hugetlb_skip_until) {
+	if (now < hugetlb_skip_until && n >= hugetlb_skip_units) {
 		fall(SP_BACKING_2M, SP_FALL_SKIPPED);
 		return false;
 	}
@@ -211,6 +215,8 @@ static bool back_hugetlb(size_t u, size_t n)
 		bool none = sp_pool_get(UNIT_SIZE, -1, &pool) == 0 && pool.total == 0;
 		fall(SP_BACKING_2M, r == -ENOMEM ? (none ? SP_FALL_NO_POOL : SP_FALL_POOL_EMPTY)
 						 : r == -EINVAL ? SP_FALL_UNSUPPORTED : SP_FALL_MMAP);
+		if (now >= hugetlb_skip_until || n < hugetlb_skip_units)
+			hugetlb_skip_units = n;
 		hugetlb_skip_until = now + SKIP_NS;
 		return false;
 	}
@@ -328,6 +334,9 @@ int pages_init(const struct sp_options *o)
 	}
 	if (!base)
 		return -ENOMEM;
+	if (o->backing == SP_BACKING_1G)
+		rt_say("--backing 1g: the heap is made of 2 MiB units, and takes 2 MiB hugetlb "
+		       "pages, not 1 GiB ones");
 	sp_os->madvise((void *)base, max_units << UNIT_SHIFT,
 		       policy == SP_BACKING_4K ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
 	void *m;
@@ -458,7 +467,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		for (int32_t c = bucket_head[b]; c != NO_UNIT; c = units[c].next) {
 			if (units[c].longest < npages)
 				continue;
-			at = bits_find_run(units[c].free, PAGES_PER_UNIT, npages, align);
+			at = bits_find_run_phase(units[c].free, PAGES_PER_UNIT, npages, align, 0);
 			if (at < PAGES_PER_UNIT) {
 				u = c;
 				break;
@@ -699,17 +708,19 @@ void pages_note_mprotect(uintptr_t addr, size_t len)
 
 /* ---------- large blocks: runs of whole units ---------- */
 
-/* n FREE units aligned to align units: their index, growing the range if needed. */
+/* n FREE units whose address is aligned to align units (the range itself is aligned
+ * to 1 GiB only): their index, growing the range if needed. */
 static size_t find_units(size_t n, size_t align)
 {
-	size_t at = bits_find_run(freebits, frontier, n, align);
+	size_t phase = (base >> UNIT_SHIFT) & (align - 1);
+	size_t at = bits_find_run_phase(freebits, frontier, n, align, phase);
 	if (at < frontier)
 		return at;
 	/* Past the frontier, starting in the free tail below it if there is one. */
 	size_t tail = frontier;
 	while (tail > 0 && bit(freebits, tail - 1))
 		tail--;
-	at = (tail + align - 1) & ~(align - 1);
+	at = ((tail + phase + align - 1) & ~(align - 1)) - phase;
 	if (at + n > max_units || grow(at + n) < 0)
 		return SIZE_MAX;
 	return at;
