@@ -134,17 +134,10 @@ static int try_thp(size_t size, unsigned flags, const struct sp_view *v, void **
 	if (v->thp_never && !(populate_now && sp_view_has_collapse()))
 		return SP_FALL_THP_OFF;
 	size_t len = round_up(size, SP_2M_SIZE);
-	void *raw;
-	if (sp_os->mmap(NULL, len + SP_2M_SIZE, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &raw) < 0)
+	void *p;
+	if (sp_map_aligned(len, SP_2M_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			   &p) < 0)
 		return SP_FALL_MMAP;
-	uintptr_t start = (uintptr_t)raw;
-	uintptr_t aligned = round_up(start, SP_2M_SIZE);
-	if (aligned > start)
-		sp_os->munmap(raw, aligned - start);
-	if (start + len + SP_2M_SIZE > aligned + len)
-		sp_os->munmap((void *)(aligned + len), start + SP_2M_SIZE - aligned);
-	void *p = (void *)aligned;
 	if (sp_os->madvise(p, len, MADV_HUGEPAGE) < 0) {
 		sp_os->munmap(p, len);
 		return SP_FALL_MADVISE;

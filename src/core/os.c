@@ -165,6 +165,22 @@ void sp_os_use(const struct sp_os *os)
 	sp_refresh();
 }
 
+int sp_map_aligned(size_t len, size_t align, int prot, int flags, void **out)
+{
+	void *raw;
+	int r = sp_os->mmap(NULL, len + align, prot, flags, -1, 0, &raw);
+	if (r < 0)
+		return r;
+	uintptr_t start = (uintptr_t)raw, end = start + len + align;
+	uintptr_t a = (start + align - 1) & ~(uintptr_t)(align - 1);
+	if (a > start)
+		sp_os->munmap(raw, a - start);
+	if (end > a + len)
+		sp_os->munmap((void *)(a + len), end - (a + len));
+	*out = (void *)a;
+	return 0;
+}
+
 ssize_t sp_read_file(const char *path, char *buf, size_t len)
 {
 	if (len == 0)

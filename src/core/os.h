@@ -33,6 +33,10 @@ extern const struct sp_os sp_os_real;
 extern const struct sp_os *sp_os;
 void sp_os_use(const struct sp_os *os);
 
+/* Maps len bytes (a multiple of the page size) at an address aligned to align (a
+ * power of two): maps len + align and gives back what is before and after. */
+int sp_map_aligned(size_t len, size_t align, int prot, int flags, void **out);
+
 /* Helpers over the table: whole-file reads into a caller's buffer (no malloc). */
 /* Reads up to len-1 bytes of a file and NUL-terminates; returns bytes or -errno. */
 ssize_t sp_read_file(const char *path, char *buf, size_t len);

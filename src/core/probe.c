@@ -345,28 +345,12 @@ static void probe_mounts(struct sp_system *sys)
 	sp_os->close(fd);
 }
 
-/* A 2 MiB-aligned anonymous block of len bytes (len a multiple of 2 MiB), or NULL. */
-static void *map_aligned_2m(size_t len)
-{
-	void *raw;
-	if (sp_os->mmap(NULL, len + SP_2M_SIZE, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &raw) < 0)
-		return NULL;
-	uintptr_t start = (uintptr_t)raw;
-	uintptr_t aligned = (start + SP_2M_SIZE - 1) & ~(uintptr_t)(SP_2M_SIZE - 1);
-	if (aligned > start)
-		sp_os->munmap(raw, aligned - start);
-	uintptr_t tail = aligned + len, end = start + len + SP_2M_SIZE;
-	if (end > tail)
-		sp_os->munmap((void *)tail, end - tail);
-	return (void *)aligned;
-}
-
 /* Fills madv_populate_write and madv_collapse from a 2 MiB-aligned trial block. */
 static void probe_collapse(struct sp_features *f)
 {
-	void *p = map_aligned_2m(SP_2M_SIZE);
-	if (!p)
+	void *p;
+	if (sp_map_aligned(SP_2M_SIZE, SP_2M_SIZE, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, &p) < 0)
 		return;
 	f->madv_populate_write = sp_os->madvise(p, 4096, MADV_POPULATE_WRITE) != -EINVAL;
 	*(volatile char *)p = 1;

@@ -10,6 +10,16 @@
 
 #include "runtime.h"
 
+#ifndef MREMAP_MAYMOVE
+#define MREMAP_MAYMOVE 1
+#endif
+#ifndef MREMAP_FIXED
+#define MREMAP_FIXED 2
+#endif
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
 #define PAGE_SHIFT 12
 #define PAGE_SIZE (1ul << PAGE_SHIFT)
 #define UNIT_SHIFT 21

@@ -11,15 +11,6 @@
 #include "internal.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
-#endif
-#ifndef MREMAP_MAYMOVE
-#define MREMAP_MAYMOVE 1
-#endif
-#ifndef MREMAP_FIXED
-#define MREMAP_FIXED 2
-#endif
 
 static void *fail(int err)
 {
@@ -61,17 +52,11 @@ static void *large_map(size_t len, int flags)
 {
 	const struct sp_options *o = rt_options();
 	size_t rounded = (len + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
-	void *raw;
-	int r = sp_os->mmap(NULL, rounded + UNIT_SIZE, PROT_READ | PROT_WRITE, flags & ~MAP_POPULATE,
-			    -1, 0, &raw);
+	void *m;
+	int r = sp_map_aligned(rounded, UNIT_SIZE, PROT_READ | PROT_WRITE, flags & ~MAP_POPULATE, &m);
 	if (r < 0)
 		return fail(-r);
-	uintptr_t a = ((uintptr_t)raw + UNIT_SIZE - 1) & ~(uintptr_t)(UNIT_SIZE - 1);
-	if (a > (uintptr_t)raw)
-		sp_os->munmap(raw, a - (uintptr_t)raw);
-	uintptr_t end = (uintptr_t)raw + rounded + UNIT_SIZE;
-	if (end > a + rounded)
-		sp_os->munmap((void *)(a + rounded), end - (a + rounded));
+	uintptr_t a = (uintptr_t)m;
 	sp_os->madvise((void *)a, rounded,
 		       o->backing == SP_BACKING_4K ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
 	if (flags & MAP_POPULATE)

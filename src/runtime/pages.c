@@ -10,15 +10,6 @@
 #include "heap.h"
 #include "internal.h"
 
-#ifndef MREMAP_MAYMOVE
-#define MREMAP_MAYMOVE 1
-#endif
-#ifndef MREMAP_FIXED
-#define MREMAP_FIXED 2
-#endif
-#ifndef MREMAP_DONTUNMAP
-#define MREMAP_DONTUNMAP 4
-#endif
 
 enum unit_state { U_FREE = 0, U_HEAP, U_LARGE, U_RELEASING };
 #define NO_UNIT (-1)
@@ -319,16 +310,10 @@ int pages_init(const struct sp_options *o)
 		size_t len = sizes_gib[i] << 30;
 		void *p;
 		/* Address space only: PROT_NONE costs nothing until the frontier grows. */
-		if (sp_os->mmap(NULL, len + (1ul << 30), PROT_NONE,
-				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &p) < 0)
+		if (sp_map_aligned(len, 1ul << 30, PROT_NONE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, &p) < 0)
 			continue;
-		uintptr_t a = ((uintptr_t)p + (1ul << 30) - 1) & ~((uintptr_t)(1ul << 30) - 1);
-		if (a > (uintptr_t)p)
-			sp_os->munmap(p, a - (uintptr_t)p);
-		uintptr_t end = (uintptr_t)p + len + (1ul << 30);
-		if (end > a + len)
-			sp_os->munmap((void *)(a + len), end - (a + len));
-		base = a;
+		base = (uintptr_t)p;
 		max_units = len >> UNIT_SHIFT;
 		break;
 	}
@@ -917,15 +902,11 @@ void pages_fork_parent(void)
  * (MADV_DONTFORK) or, if that advice failed, the unit shared with the parent. */
 static bool unit_from_copy(size_t u, const void *src)
 {
-	void *raw, *out;
-	if (sp_os->mmap(NULL, 2 * UNIT_SIZE, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &raw) < 0)
+	void *m, *out;
+	if (sp_map_aligned(UNIT_SIZE, UNIT_SIZE, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, &m) < 0)
 		return false;
-	uintptr_t a = ((uintptr_t)raw + UNIT_SIZE - 1) & ~(uintptr_t)(UNIT_SIZE - 1);
-	if (a > (uintptr_t)raw)
-		sp_os->munmap(raw, a - (uintptr_t)raw);
-	if ((uintptr_t)raw + UNIT_SIZE > a)
-		sp_os->munmap((void *)(a + UNIT_SIZE), (uintptr_t)raw + UNIT_SIZE - a);
+	uintptr_t a = (uintptr_t)m;
 	sp_os->madvise((void *)a, UNIT_SIZE, MADV_HUGEPAGE);
 	memcpy((void *)a, src, UNIT_SIZE);
 	if (sp_os->mremap((void *)a, UNIT_SIZE, UNIT_SIZE, MREMAP_MAYMOVE | MREMAP_FIXED,
