@@ -45,8 +45,8 @@ static void start(void)
 	free_key = k | 1;
 	if (pthread_key_create(&exit_key, thread_exit) != 0 || pages_init(&options) < 0) {
 		atomic_store(&ready, -1);
-		rt_say("cannot set up the heap: programs run without superpage's malloc is not "
-		       "possible; out of address space or memory");
+		rt_say("cannot set up the heap (no address space or memory left: ulimit -v?): "
+		       "every malloc of this program fails");
 		return;
 	}
 	atomic_store(&ready, 1);
@@ -415,7 +415,8 @@ void rt_free(void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 	/* The common case in a few loads: a small object on a page of the heap. */
-	if (__builtin_expect(a - heap_base < heap_top - heap_base, 1)) {
+	uintptr_t top = __atomic_load_n(&heap_top, __ATOMIC_RELAXED);
+	if (__builtin_expect(a - heap_base < top - heap_base, 1)) {
 		struct span *s = span_at(a);
 		if (__builtin_expect(s && s->kind == SPAN_SMALL && s->magic == SPAN_MAGIC, 1)) {
 			small_free(s, p);

@@ -58,7 +58,8 @@ struct span {
 	uint32_t used, nobj;
 	struct span *prev, *next; /* the class's list of spans with free objects */
 	bool listed;
-	bool prot_changed;     /* SPAN_MMAP: the program mprotect'ed some of it */
+	bool foreign;          /* SPAN_MMAP: the program mprotect'ed or mapped over some of
+	                          it: plain anonymous memory is put back when unmapped */
 };
 
 /* Sets up the reserved range and metadata; 0 or -errno. Called once, under init. */
@@ -81,9 +82,12 @@ void pages_map_all(struct span *s);
 /* Unmaps what SPAN_MMAP spans have in [addr, addr+len): their pages go back to the
  * page heap, the spans are cut. Pages of other spans are left alone. */
 void pages_unmap(uintptr_t addr, size_t len);
-/* Marks the SPAN_MMAP spans in [addr, addr+len) as having had their protection
- * changed (they get PROT_READ|PROT_WRITE back when unmapped). */
-void pages_note_mprotect(uintptr_t addr, size_t len);
+/* Marks the SPAN_MMAP spans in [addr, addr+len) as changed by the program
+ * (mprotect, MAP_FIXED over them): they are remapped as the heap's when unmapped. */
+void pages_note_foreign(uintptr_t addr, size_t len);
+/* True if every page of [addr, addr+len) is in a SPAN_MMAP span: the program's own,
+ * which it may map over. */
+bool pages_program_owns(uintptr_t addr, size_t len);
 /* The range [lo, hi) the heap reserves: everything in it is the heap's. */
 void pages_range(uintptr_t *lo, uintptr_t *hi);
 /* The range, for lookups on the free path without a call: set once at start. */

@@ -72,14 +72,38 @@ static void *real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 	return r < 0 ? fail(-r) : out;
 }
 
+/* A fixed mapping into the heap's range: allowed where the program owns every page
+ * (mappings it had from us), which then go back to plain memory when it unmaps them;
+ * anywhere else it would destroy the heap under the program's feet. */
+static bool fixed_into_heap_refused(void *addr, size_t len)
+{
+	if (!rt_init() || !in_heap(addr, len))
+		return false;
+	if (pages_program_owns((uintptr_t)addr, len))
+		return false;
+	rt_verbose(1, "refused a fixed mapping at %p over the heap's memory", addr);
+	return true;
+}
+
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
+	if (flags & MAP_FIXED) {
+		if (fixed_into_heap_refused(addr, len))
+			return fail(EINVAL);
+		void *r = real_mmap(addr, len, prot, flags, fd, off);
+		if (r != MAP_FAILED && in_heap(addr, len))
+			pages_note_foreign((uintptr_t)addr, len);
+		return r;
+	}
 	if (addr || len == 0 || !ours(prot, flags) || !rt_init())
 		return real_mmap(addr, len, prot, flags, fd, off);
 	const struct sp_options *o = rt_options();
 	if (len >= o->min && o->min)
 		return large_map(len, flags);
-	if (o->heap && len >= o->arena_min && o->arena_min && len <= UNIT_SIZE) {
+	/* Not from hugetlb units (2m, 1g): the kernel cannot split those at 4 KiB, so a
+	 * program's mprotect or MAP_FIXED on part of its mapping would fail. */
+	bool hugetlb = o->backing == SP_BACKING_2M || o->backing == SP_BACKING_1G;
+	if (o->heap && !hugetlb && len >= o->arena_min && o->arena_min && len <= UNIT_SIZE) {
 		void *p = small_map(len);
 		if (p)
 			return p;
@@ -101,8 +125,16 @@ EXPORT int munmap(void *addr, size_t len)
 	if (rt_init() && in_heap(addr, len)) {
 		/* Only what the program mapped from us goes; the heap's own pages stay
 		 * (the kernel would have unmapped them, and the program would then crash
-		 * on its next malloc: we do not help it do that). */
-		pages_unmap((uintptr_t)addr, len);
+		 * on its next malloc: we do not help it do that). What lies outside the
+		 * heap's range goes as the kernel would have it. */
+		uintptr_t lo, hi, a = (uintptr_t)addr, end = a + len;
+		pages_range(&lo, &hi);
+		uintptr_t in0 = a > lo ? a : lo, in1 = end < hi ? end : hi;
+		pages_unmap(in0, in1 - in0);
+		if (a < lo)
+			sp_os->munmap(addr, lo - a);
+		if (end > hi)
+			sp_os->munmap((void *)hi, end - hi);
 		return 0;
 	}
 	int r = sp_os->munmap(addr, len);
@@ -121,7 +153,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 		return -1;
 	}
 	if (rt_init() && in_heap(addr, len))
-		pages_note_mprotect((uintptr_t)addr, len);
+		pages_note_foreign((uintptr_t)addr, len);
 	return 0;
 }
 
@@ -156,9 +188,13 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		new_addr = va_arg(ap, void *);
 		va_end(ap);
 	}
+	if ((flags & MREMAP_FIXED) && fixed_into_heap_refused(new_addr, new_len))
+		return fail(EINVAL);
 	if (!rt_init() || !in_heap(old, old_len ? old_len : 1)) {
 		void *out;
 		int r = sp_os->mremap(old, old_len, new_len, flags, new_addr, &out);
+		if (r == 0 && (flags & MREMAP_FIXED) && in_heap(new_addr, new_len))
+			pages_note_foreign((uintptr_t)new_addr, new_len);
 		return r < 0 ? fail(-r) : out;
 	}
 	/* A mapping the heap serves: resized by hand, as the kernel would. */
@@ -177,6 +213,8 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	if (flags & MREMAP_FIXED) {
 		to = real_mmap(new_addr, n, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (to != MAP_FAILED && in_heap(to, n))
+			pages_note_foreign((uintptr_t)to, n);
 	} else {
 		to = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	}

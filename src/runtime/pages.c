@@ -293,7 +293,8 @@ static int grow(size_t need_units)
 
 int pages_init(const struct sp_options *o)
 {
-	static const size_t sizes_gib[] = { 256, 64, 16, 4 };
+	/* In MiB: the most address space we can have, down to what a ulimit -v leaves. */
+	static const size_t sizes_mib[] = { 256 << 10, 64 << 10, 16 << 10, 4 << 10, 1 << 10, 256 };
 	/* auto is THP for the heap: MAP_PRIVATE hugetlb pages are copied on write in a
 	 * forked child, from the pool, and a child that finds the pool empty dies of
 	 * SIGBUS. THP copies fall back to base pages instead. 2m is the user's choice. */
@@ -306,11 +307,11 @@ int pages_init(const struct sp_options *o)
 		fall(SP_BACKING_THP, !v->thp_present ? SP_FALL_UNSUPPORTED : SP_FALL_THP_OFF);
 		policy = SP_BACKING_4K;
 	}
-	for (size_t i = 0; i < sizeof sizes_gib / sizeof *sizes_gib; i++) {
-		size_t len = sizes_gib[i] << 30;
+	for (size_t i = 0; i < sizeof sizes_mib / sizeof *sizes_mib; i++) {
+		size_t len = sizes_mib[i] << 20;
 		void *p;
 		/* Address space only: PROT_NONE costs nothing until the frontier grows. */
-		if (sp_map_aligned(len, 1ul << 30, PROT_NONE,
+		if (sp_map_aligned(len, len < (1ul << 30) ? len : 1ul << 30, PROT_NONE,
 				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, &p) < 0)
 			continue;
 		base = (uintptr_t)p;
@@ -618,6 +619,19 @@ static bool page_window(uintptr_t addr, size_t len, size_t *first, size_t *last)
 	return true;
 }
 
+/* Puts the heap's own memory back on pages [lo, hi) the program mapped over or
+ * re-protected: private anonymous, read-write, with the range's THP advice. */
+static bool restore_pages(size_t lo, size_t hi)
+{
+	void *at = (void *)(base + (lo << PAGE_SHIFT)), *out;
+	size_t len = (hi - lo) << PAGE_SHIFT;
+	if (sp_os->mmap(at, len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0, &out) < 0)
+		return false;
+	sp_os->madvise(at, len, policy == SP_BACKING_4K ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+	return true;
+}
+
 void pages_unmap(uintptr_t addr, size_t len)
 {
 	struct release rel[8];
@@ -636,24 +650,24 @@ void pages_unmap(uintptr_t addr, size_t len)
 		}
 		size_t s0 = page_of(s->start), s1 = s0 + s->npages;
 		size_t lo = p, hi = last < s1 ? last : s1;
-		if (s->prot_changed)
-			sp_os->mprotect((void *)(base + (lo << PAGE_SHIFT)), (hi - lo) << PAGE_SHIFT,
-					PROT_READ | PROT_WRITE);
+		struct span *r = NULL;
+		if (hi < s1 && lo > s0 && !(r = span_new())) {
+			/* No descriptor for the right part: leave the whole span mapped (the
+			 * program will not touch what it unmapped; the heap must not reuse it). */
+			p = s1;
+			continue;
+		}
+		/* Pages the program changed go back to plain anonymous memory first; if
+		 * that fails they are never reused. */
+		bool reusable = !s->foreign || restore_pages(lo, hi);
 		for (size_t i = lo; i < hi; i++)
 			map_set(i, NULL);
-		if (hi < s1 && lo > s0) {
+		if (r) {
 			/* A hole in the middle: the right part becomes a span of its own. */
-			struct span *r = span_new();
-			if (r) {
-				*r = *s;
-				r->start = base + (hi << PAGE_SHIFT);
-				r->npages = s1 - hi;
-				pages_map_all(r);
-			} else {
-				hi = s1; /* no descriptor: unmap the rest of it too */
-				for (size_t i = lo; i < hi; i++)
-					map_set(i, NULL);
-			}
+			*r = *s;
+			r->start = base + (hi << PAGE_SHIFT);
+			r->npages = s1 - hi;
+			pages_map_all(r);
 			s->npages = lo - s0;
 		} else if (hi < s1) {
 			s->start = base + (hi << PAGE_SHIFT);
@@ -662,6 +676,11 @@ void pages_unmap(uintptr_t addr, size_t len)
 			s->npages = lo - s0;
 		} else {
 			span_delete(s);
+		}
+		if (!reusable) {
+			st_small_mmap_pages -= hi - lo;
+			p = hi;
+			continue;
 		}
 		st_small_mmap_pages -= hi - lo;
 		struct release one;
@@ -678,7 +697,7 @@ void pages_unmap(uintptr_t addr, size_t len)
 		release(&rel[i]);
 }
 
-void pages_note_mprotect(uintptr_t addr, size_t len)
+void pages_note_foreign(uintptr_t addr, size_t len)
 {
 	size_t p, last;
 	pthread_mutex_lock(&plock);
@@ -686,9 +705,23 @@ void pages_note_mprotect(uintptr_t addr, size_t len)
 		for (; p < last; p++) {
 			struct span *s = mmap_span_at(p);
 			if (s)
-				s->prot_changed = true;
+				s->foreign = true;
 		}
 	pthread_mutex_unlock(&plock);
+}
+
+bool pages_program_owns(uintptr_t addr, size_t len)
+{
+	size_t p, last;
+	bool owns = true;
+	pthread_mutex_lock(&plock);
+	if (addr < base || addr + len > unit_addr(frontier) || !page_window(addr, len, &p, &last))
+		owns = false;
+	else
+		for (; p < last && owns; p++)
+			owns = mmap_span_at(p) != NULL;
+	pthread_mutex_unlock(&plock);
+	return owns;
 }
 
 /* ---------- large blocks: runs of whole units ---------- */

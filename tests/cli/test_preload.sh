@@ -287,6 +287,26 @@ test_torture() { # backing
 	restore
 }
 
+# Private anonymous mappings (served from the heap's units under auto, thp, 4k):
+# zeroed, partly unmapped, re-protected, mapped over, resized, advised; the same
+# results as the kernel's own mappings.
+test_mmap_semantics() { # backing
+	local backing=$1 name=mmap_semantics_$1
+	need_run "$name" || return
+	if [ "$backing" = 2m ] && ! pool_2m 64; then
+		skip "$name" "$why"
+		return
+	fi
+	plain "$P/mmapsem"
+	sprun --backing "$backing" -- "$P/mmapsem"
+	if differs; then
+		fail "$name" "$why"
+	else
+		pass "$name" "$(cat "$tmp/sp.out")"
+	fi
+	restore
+}
+
 # ---------- real programs ----------
 
 test_python() {
@@ -719,6 +739,7 @@ test_run_true
 test_bad_env
 for backing in auto thp 4k 2m; do
 	test_torture $backing
+	test_mmap_semantics $backing
 done
 test_python
 test_gcc
