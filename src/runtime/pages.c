@@ -39,6 +39,12 @@ static int32_t bucket_head[NBUCKET];
 static int32_t cache_head = NO_UNIT, cache_tail = NO_UNIT;
 static size_t cached, heap_units;
 static enum sp_backing policy;            /* what units are asked to be */
+/* auto starts the heap on base pages and puts it on THP once it is big enough for
+ * huge pages to pay (a small program would only pay their memory: a unit touched
+ * once is a whole 2 MiB resident); --backing thp starts on THP. */
+#define PROMOTE_UNITS 32                  /* 64 MiB of heap */
+static bool small_first;
+static _Atomic bool promoted, promote_pending;
 /* After the pool refused n units, runs of n or more are not asked for again for a
  * second (or until hugetlb units are given back); smaller ones still are. */
 static uint64_t hugetlb_skip_until;
@@ -186,6 +192,8 @@ static void cache_remove(int32_t u)
 	cached--;
 }
 
+static int range_advice(void);
+
 /* ---------- backing units ---------- */
 
 /* Maps n units at u with hugetlb 2 MiB pages, moved into place over the range (a
@@ -229,7 +237,7 @@ static bool unback_hugetlb(size_t u, size_t n)
 	if (sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &tmp) < 0)
 		return false;
-	sp_os->madvise(tmp, len, policy == SP_BACKING_4K ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+	sp_os->madvise(tmp, len, range_advice());
 	if (sp_os->mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)unit_addr(u),
 			  &out) < 0) {
 		sp_os->munmap(tmp, len);
@@ -248,6 +256,8 @@ static enum sp_backing back_units(size_t u, size_t n)
 		const struct sp_view *v = sp_view_get();
 		return v->thp_never || v->features.thp_disabled_here ? SP_BACKING_4K : SP_BACKING_THP;
 	}
+	if (policy == SP_BACKING_THP && small_first && !atomic_load(&promoted))
+		return SP_BACKING_4K;
 	return policy;
 }
 
@@ -259,6 +269,41 @@ static void count_units(enum sp_backing b, long n)
 		total += st_units[i];
 	if (total > st_units_peak)
 		st_units_peak = total;
+	if (small_first && total >= PROMOTE_UNITS && !atomic_load(&promoted))
+		atomic_store(&promote_pending, true);
+}
+
+/* The advice the range carries now. */
+static int range_advice(void)
+{
+	if (policy == SP_BACKING_4K || (small_first && !atomic_load(&promoted)))
+		return MADV_NOHUGEPAGE;
+	return MADV_HUGEPAGE;
+}
+
+/* The heap has grown big: THP from now on for all of it, and the units in use are
+ * collapsed into huge pages now rather than whenever khugepaged comes by. Runs
+ * after an allocation, without the lock. */
+static void maybe_promote(void)
+{
+	if (!atomic_exchange(&promote_pending, false) || atomic_exchange(&promoted, true))
+		return;
+	sp_os->madvise((void *)base, max_units << UNIT_SHIFT, MADV_HUGEPAGE);
+	pthread_mutex_lock(&plock);
+	size_t top = frontier;
+	for (size_t u = 0; u < top; u++) {
+		struct unit *x = &units[u];
+		if ((x->state == U_HEAP || x->state == U_LARGE) && x->backing == SP_BACKING_4K) {
+			x->backing = SP_BACKING_THP;
+			st_units[SP_BACKING_4K]--;
+			st_units[SP_BACKING_THP]++;
+		}
+	}
+	pthread_mutex_unlock(&plock);
+	/* Advisory: a unit freed meanwhile is collapsed for nothing, never harmed. */
+	for (size_t u = 0; u < top; u++)
+		if (units[u].state == U_HEAP || units[u].state == U_LARGE)
+			sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, MADV_COLLAPSE);
 }
 
 /* ---------- the range ---------- */
@@ -299,6 +344,7 @@ int pages_init(const struct sp_options *o)
 	 * forked child, from the pool, and a child that finds the pool empty dies of
 	 * SIGBUS. THP copies fall back to base pages instead. 2m is the user's choice. */
 	policy = o->backing == SP_BACKING_AUTO ? SP_BACKING_THP : o->backing;
+	small_first = o->backing == SP_BACKING_AUTO;
 	if (!o->heap)
 		policy = SP_BACKING_4K; /* --no-heap: malloc on base pages, mappings still huge */
 	const struct sp_view *v = sp_view_get();
@@ -323,8 +369,7 @@ int pages_init(const struct sp_options *o)
 	if (o->backing == SP_BACKING_1G)
 		rt_say("--backing 1g: the heap is made of 2 MiB units, and takes 2 MiB hugetlb "
 		       "pages, not 1 GiB ones");
-	sp_os->madvise((void *)base, max_units << UNIT_SHIFT,
-		       policy == SP_BACKING_4K ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+	sp_os->madvise((void *)base, max_units << UNIT_SHIFT, range_advice());
 	void *m;
 	size_t meta = max_units * sizeof(struct unit) + (max_units / 64 + 1) * 8;
 	if (sp_os->mmap(NULL, meta, PROT_READ | PROT_WRITE,
@@ -425,8 +470,7 @@ static int32_t take_unit(void)
 	}
 	bits_set(freebits, (size_t)u, 1, false);
 	struct unit *x = &units[u];
-	enum sp_backing got = x->resident && x->backing ? (enum sp_backing)x->backing
-							  : back_units((size_t)u, 1);
+	enum sp_backing got = back_units((size_t)u, 1);
 	x->state = U_HEAP;
 	x->backing = (uint8_t)got;
 	x->resident = 1;
@@ -481,6 +525,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	else
 		map_set(page_of(s->start), s);
 	pthread_mutex_unlock(&plock);
+	maybe_promote();
 	return s;
 fail:
 	if (s)
@@ -628,7 +673,7 @@ static bool restore_pages(size_t lo, size_t hi)
 	if (sp_os->mmap(at, len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0, &out) < 0)
 		return false;
-	sp_os->madvise(at, len, policy == SP_BACKING_4K ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+	sp_os->madvise(at, len, range_advice());
 	return true;
 }
 
@@ -787,6 +832,7 @@ struct span *pages_alloc_large(size_t size, size_t align)
 	st_large_blocks++;
 	st_large_bytes += n << UNIT_SHIFT;
 	pthread_mutex_unlock(&plock);
+	maybe_promote();
 	return s;
 }
 
