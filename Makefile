@@ -58,6 +58,7 @@ RT_A := $(B)/libsuperpage-rt-test.a
 LIB_SO := $(B)/$(SONAME)
 CLI := $(B)/superpage
 BENCH := $(B)/bench/membench
+MALLOCBENCH := $(B)/bench/mallocbench
 
 all: $(CLI) $(LIB_SO) $(B)/libsuperpage.so $(LIB_A) $(RT_SO)
 
@@ -117,14 +118,20 @@ $(BENCH): bench/membench.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
 
+# Run under glibc, superpage run, mimalloc and jemalloc: unsanitized, like tests/preload.
+$(MALLOCBENCH): bench/mallocbench.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -lpthread
+
 tests: all $(UNIT_BIN) $(SYS_BIN) $(HELPER_BIN) $(PRELOAD_BIN)
 
 check: tests
 	@bash tests/run.sh $(B)
 
-bench: all $(BENCH)
+bench: all $(BENCH) $(MALLOCBENCH) $(B)/tests/preload/gups_malloc
 	@mkdir -p $(B)/bench
 	set -o pipefail; $(BENCH) --setup-pools --rounds 5 --size 1G | tee $(B)/bench/report.txt
+	set -o pipefail; bash bench/compare.sh $(B) --quick | tee $(B)/bench/malloc.txt
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) \
