@@ -489,10 +489,13 @@ static void report_json(struct out *o, const struct account *a)
 		put_fmt(o, "%s\"%s\":%llu", k ? "," : "", sp_backing_name(unit_rungs[k]),
 			(unsigned long long)st->units[unit_rungs[k]]);
 	put_fmt(o, "},\"units_peak\":%llu,\"large_blocks\":%llu,\"large_bytes\":%llu,"
-		"\"mremaps\":%llu,\"released_units\":%llu},\"falls\":{",
+		"\"mremaps\":%llu,\"released_units\":%llu",
 		(unsigned long long)st->units_peak, (unsigned long long)st->large_blocks,
 		(unsigned long long)st->large_bytes, (unsigned long long)st->mremaps,
 		(unsigned long long)st->released_units);
+	put_fmt(o, "},\"mmaps\":{\"small\":%llu,\"small_bytes\":%llu,\"large\":%llu},\"falls\":{",
+		(unsigned long long)st->small_mmaps, (unsigned long long)st->small_mmap_bytes,
+		(unsigned long long)st->large_mmaps);
 	for (int b = 0; b < SP_BACKING_COUNT; b++) {
 		bool first_why = true;
 
@@ -592,7 +595,10 @@ static void report_text(struct out *o, const struct account *a)
 		(unsigned long long)st->units_peak, (unsigned long long)st->released_units,
 		(unsigned long long)st->large_blocks);
 	put_human(o, st->large_bytes);
-	put_fmt(o, "), %llu mremaps\n", (unsigned long long)st->mremaps);
+	put_fmt(o, "), %llu mremaps; mmaps: %llu small from units (", (unsigned long long)st->mremaps,
+		(unsigned long long)st->small_mmaps);
+	put_human(o, st->small_mmap_bytes);
+	put_fmt(o, " now), %llu large aligned\n", (unsigned long long)st->large_mmaps);
 
 	line_start(o, a);
 	put_str(o, "fallbacks:");
