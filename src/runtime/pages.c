@@ -542,16 +542,24 @@ struct release { size_t u, n; };
  * else mark it RELEASING for the caller to give back. */
 static bool retire_units(size_t u, size_t n, struct release *rel)
 {
-	size_t limit = heap_units / 32 > 1 ? heap_units / 32 : 1;
 	bool hugetlb = units[u].backing == SP_BACKING_2M;
+	uint64_t in_use = 0;
 	for (size_t i = u; i < u + n; i++)
 		count_units((enum sp_backing)units[i].backing, -1);
-	if (!hugetlb && n == 1 && cached < limit) {
-		units[u].state = U_FREE;
-		units[u].in_cache = 1;
-		list_push_front(&cache_head, &cache_tail, (int32_t)u);
-		cached++;
-		bits_set(freebits, u, 1, true);
+	for (int b = 0; b < SP_BACKING_COUNT; b++)
+		in_use += st_units[b];
+	/* Up to one empty unit per four in use (at least four) stays resident: a program
+	 * that frees and allocates again (a growing string, a buffer per request) pays
+	 * no new fault; past that, units go back to the kernel. */
+	size_t limit = in_use / 4 > 4 ? (size_t)(in_use / 4) : 4;
+	if (!hugetlb && cached + n <= limit) {
+		for (size_t i = u; i < u + n; i++) {
+			units[i].state = U_FREE;
+			units[i].in_cache = 1;
+			list_push_front(&cache_head, &cache_tail, (int32_t)i);
+			cached++;
+		}
+		bits_set(freebits, u, n, true);
 		return false;
 	}
 	for (size_t i = u; i < u + n; i++)

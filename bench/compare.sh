@@ -1,0 +1,401 @@
+#!/usr/bin/env bash
+# compare.sh - malloc throughput under glibc, superpage run, mimalloc and jemalloc side by
+# side, then gups_malloc (random updates over 1 GiB of malloc'd memory) under superpage run
+# against plain. Reports; never asserts a speed.
+#
+# usage: bash bench/compare.sh BUILD_DIR [--quick]
+# Needs BUILD_DIR/superpage, BUILD_DIR/bench/mallocbench and
+# BUILD_DIR/tests/preload/gups_malloc (make bench builds them). mimalloc and jemalloc are
+# used where installed (apt-get install libmimalloc2.0 libjemalloc2). Each round runs
+# every allocator once, the first one rotating; 3 rounds of the malloc kernels (1 with
+# --quick), 3 of gups_malloc. As root, when the 2 MiB pool has fewer than 512 free pages,
+# it is raised by 520 for `superpage run --backing 2m` and put back at exit, also on
+# Ctrl-C. The report goes to stdout, progress to stderr.
+# Exit status: 0, 1 if a run crashed or its checksum differed between allocators (the
+# reason is on stderr), 2 on bad arguments.
+# shellcheck disable=SC2015,SC2086,SC2317
+# (A && B || continue is meant; lists of numbers are split on purpose; traps call on_exit.)
+set -u
+
+usage() {
+	echo "usage: bash bench/compare.sh BUILD_DIR [--quick]" >&2
+	exit 2
+}
+
+[ $# -ge 1 ] && [ $# -le 2 ] || usage
+B=$1
+ROUNDS=3
+if [ $# -eq 2 ]; then
+	[ "$2" = --quick ] || usage
+	ROUNDS=1
+fi
+GUPS_ROUNDS=3
+SECONDS_PER_RUN=1
+GUPS_SIZE=1G
+KERNELS=(mixed larson realloc)
+THREADS=(1 2)
+
+SP=$B/superpage
+MB=$B/bench/mallocbench
+GUPS=$B/tests/preload/gups_malloc
+for f in "$SP" "$MB" "$GUPS" "$B/libsuperpage-run.so"; do
+	if [ ! -x "$f" ] && [ ! -f "$f" ]; then
+		echo "compare.sh: $f is missing (make bench builds it)" >&2
+		exit 2
+	fi
+done
+
+TMP=$(mktemp -d /tmp/superpage-compare.XXXXXX) || exit 1
+failures=()
+
+# ---------- the 2 MiB pool, raised for the --backing 2m run and put back ----------
+
+POOL_DIR=/sys/kernel/mm/hugepages/hugepages-2048kB
+POOL_NEED=512
+POOL_RAISE=520
+pool_old=""
+pool_added=0
+
+# Takes back the pages we added (not an absolute write: a pool that someone else
+# changed meanwhile keeps their change).
+pool_restore() {
+	[ -n "$pool_old" ] || return 0
+	local old=$pool_old cur want now
+	pool_old=""
+	cur=$(cat "$POOL_DIR/nr_hugepages" 2>/dev/null) || cur=0
+	want=$((cur - pool_added))
+	[ $want -ge 0 ] || want=0
+	echo "$want" >"$POOL_DIR/nr_hugepages" 2>/dev/null
+	now=$(cat "$POOL_DIR/nr_hugepages" 2>/dev/null)
+	if [ "$now" != "$want" ]; then
+		echo "compare.sh: could not put the 2M pool back to $want (now ${now:-unknown})" >&2
+	elif [ "$now" = "$old" ]; then
+		echo "pools:   2M pool put back to $now"
+	else
+		echo "pools:   2M pool put back to $now (it was $old before: another program changed it meanwhile)"
+	fi
+}
+
+on_exit() {
+	pool_restore
+	rm -rf "$TMP"
+}
+trap on_exit EXIT
+trap 'printf "\ncompare.sh: interrupted\n" >&2; on_exit; trap - INT; kill -INT $$' INT
+trap 'printf "\ncompare.sh: terminated\n" >&2; on_exit; exit 143' TERM
+
+pool_free() {
+	local free resv
+	free=$(cat "$POOL_DIR/free_hugepages" 2>/dev/null) || { echo 0; return; }
+	resv=$(cat "$POOL_DIR/resv_hugepages" 2>/dev/null) || resv=0
+	echo $((free - resv))
+}
+
+pools_line() {
+	local d out="" size
+	for d in /sys/kernel/mm/hugepages/hugepages-*kB; do
+		[ -d "$d" ] || continue
+		size=${d##*hugepages-}
+		size=${size%kB}
+		case $size in
+		2048) size=2M ;;
+		1048576) size=1G ;;
+		*) size=${size}K ;;
+		esac
+		out+="${out:+ | }$size total $(cat "$d/nr_hugepages") free $(cat "$d/free_hugepages")"
+	done
+	echo "${out:-no huge page sizes}"
+}
+
+# ---------- the allocators ----------
+
+find_lib() {
+	local name=$1 path
+	path=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n && /x86-64/ { print $NF; exit }')
+	[ -n "$path" ] || path=/usr/lib/x86_64-linux-gnu/$name
+	[ -f "$path" ] && echo "$path"
+}
+
+lib_version() {
+	local pkg
+	pkg=$(dpkg-query -S "$(readlink -f "$1")" 2>/dev/null | head -1 | cut -d: -f1)
+	[ -n "$pkg" ] && dpkg-query -W -f='${Package} ${Version}' "$pkg" 2>/dev/null
+}
+
+MIMALLOC=$(find_lib libmimalloc.so.2)
+JEMALLOC=$(find_lib libjemalloc.so.2)
+ALLOCS=(glibc superpage mimalloc jemalloc)
+declare -A HAVE=([glibc]=1 [superpage]=1 [mimalloc]=${MIMALLOC:+1} [jemalloc]=${JEMALLOC:+1})
+
+# Runs "$@" under allocator $1, stdout to $TMP/out, stderr to $TMP/err; returns its
+# status. (The redirections are on the command alone, so a trap that runs meanwhile
+# still writes to the report.)
+run_with() {
+	local alloc=$1
+	shift
+	case $alloc in
+	superpage) set -- "$SP" run -- "$@" ;;
+	mimalloc) set -- env LD_PRELOAD="$MIMALLOC" MIMALLOC_ALLOW_LARGE_OS_PAGES=1 \
+		MIMALLOC_LARGE_OS_PAGES=1 "$@" ;;
+	jemalloc) set -- env LD_PRELOAD="$JEMALLOC" MALLOC_CONF=thp:always,metadata_thp:always "$@" ;;
+	esac
+	run_cmd "$@"
+}
+
+# Runs "$@" with its output in $TMP; LAST_CMD says how to run it again.
+run_cmd() {
+	LAST_CMD=$(printf '%q ' "$@")
+	LAST_CMD=${LAST_CMD% }
+	"$@" >"$TMP/out" 2>"$TMP/err"
+}
+
+# What went wrong with the run that returned $1: a cell for the table, and a reason.
+failed_cell() {
+	if [ "$1" -gt 128 ]; then
+		echo "CRASHED sig $(($1 - 128))"
+	elif [ "$1" -eq 1 ] && grep -q 'did not hold\|checksum\|not the expected\|took' "$TMP/err"; then
+		echo "WRONG DATA"
+	elif [ "$1" -ne 0 ]; then
+		echo "FAILED exit $1"
+	else
+		echo "NO RESULT"
+	fi
+}
+
+failed_reason() {
+	local why="$LAST_CMD: exit status $1"
+	[ "$1" -gt 128 ] && why+=" (signal $(($1 - 128)): $(kill -l $(($1 - 128)) 2>/dev/null))"
+	[ "$1" -eq 0 ] && why+=" without its result line"
+	[ -s "$TMP/err" ] && why+="; stderr: $(tail -n 3 "$TMP/err" | tr '\n' ' ')"
+	echo "$why"
+}
+
+# field NAME LINE: the value of NAME=... in LINE
+field() {
+	local w
+	for w in $2; do
+		case $w in "$1"=*) echo "${w#*=}"; return ;; esac
+	done
+}
+
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+		if (NR == 0) exit
+		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# ---------- header ----------
+
+cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+echo "compare.sh: malloc throughput and gups_malloc under glibc, superpage run, mimalloc, jemalloc"
+echo "machine: ${cpu:-unknown cpu}, $(nproc) cpus, $(uname -sr) $(uname -m), load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+echo "thp:     enabled ${thp:-absent}"
+echo "pools:   $(pools_line)"
+echo "glibc:   $(getconf GNU_LIBC_VERSION 2>/dev/null || echo unknown)"
+echo "superpage: $SP run ($("$SP" --version 2>/dev/null | head -1))"
+if [ -n "$MIMALLOC" ]; then
+	echo "mimalloc: $MIMALLOC ($(lib_version "$MIMALLOC")), MIMALLOC_ALLOW_LARGE_OS_PAGES=1 MIMALLOC_LARGE_OS_PAGES=1"
+else
+	echo "mimalloc: not installed (apt-get install libmimalloc2.0)"
+fi
+if [ -n "$JEMALLOC" ]; then
+	echo "jemalloc: $JEMALLOC ($(lib_version "$JEMALLOC")), MALLOC_CONF=thp:always,metadata_thp:always"
+else
+	echo "jemalloc: not installed (apt-get install libjemalloc2)"
+fi
+
+# ---------- malloc kernels ----------
+
+declare -A OPS SUM CMD BROKEN
+n_allocs=${#ALLOCS[@]}
+for ((r = 0; r < ROUNDS; r++)); do
+	for k in "${KERNELS[@]}"; do
+		for t in "${THREADS[@]}"; do
+			for ((j = 0; j < n_allocs; j++)); do
+				a=${ALLOCS[(j + r) % n_allocs]}
+				[ -n "${HAVE[$a]}" ] || continue
+				key=$k,$t,$a
+				[ -z "${BROKEN[$key]:-}" ] || continue
+				printf 'compare.sh: %-8s %s thread(s) %-9s round %d/%d' "$k" "$t" "$a" \
+					$((r + 1)) "$ROUNDS" >&2
+				run_with "$a" "$MB" "$k" "$t" "$SECONDS_PER_RUN"
+				rc=$?
+				line=$(grep -m1 '^kernel=' "$TMP/out")
+				ops=$(field ops_per_s "$line")
+				sum=$(field checksum "$line")
+				if [ $rc -ne 0 ] || [ -z "$ops" ] || [ -z "$sum" ]; then
+					echo "  exit $rc" >&2
+					BROKEN[$key]=$(failed_cell $rc)
+					failures+=("$(failed_reason $rc)")
+					continue
+				fi
+				echo "  $(awk -v o="$ops" 'BEGIN { printf "%.2f M ops/s", o / 1e6 }')" >&2
+				if [ -z "${SUM[$key]:-}" ]; then
+					SUM[$key]=$sum
+					CMD[$key]=$LAST_CMD
+				elif [ "${SUM[$key]}" != "$sum" ]; then
+					BROKEN[$key]="WRONG SUM"
+					failures+=("$LAST_CMD: checksum $sum, ${SUM[$key]} in an earlier round")
+					continue
+				fi
+				OPS[$key]+=" $ops"
+			done
+		done
+	done
+done
+
+# Every malloc must read the same checksum: glibc's is the reference.
+for k in "${KERNELS[@]}"; do
+	for t in "${THREADS[@]}"; do
+		ref=""
+		for a in "${ALLOCS[@]}"; do
+			[ -n "${SUM[$k,$t,$a]:-}" ] && [ -z "${BROKEN[$k,$t,$a]:-}" ] || continue
+			[ -n "$ref" ] || { ref=${SUM[$k,$t,$a]}; ref_who=$a; continue; }
+			if [ "${SUM[$k,$t,$a]}" != "$ref" ]; then
+				BROKEN[$k,$t,$a]="WRONG SUM"
+				failures+=("${CMD[$k,$t,$a]}: checksum ${SUM[$k,$t,$a]}, $ref under $ref_who")
+			fi
+		done
+	done
+done
+
+echo
+rounds_word=rounds
+[ "$ROUNDS" -eq 1 ] && rounds_word=round
+echo "malloc: $MB KERNEL THREADS $SECONDS_PER_RUN ($SECONDS_PER_RUN s a run), median of $ROUNDS $rounds_word"
+echo "M ops/s: calls to malloc, free and realloc a second, all threads together; then the ratio to glibc"
+echo "  mixed    random malloc/free of 8 B-64 KiB (mostly <= 1 KiB) over 4096 slots a thread"
+echo "  larson   16 B-4 KiB blocks malloc'd by one thread, freed by the next"
+echo "  realloc  strings of 64 B-6 MiB built by appends, grown by realloc"
+declare -A MED
+printf '%-8s %7s' kernel threads
+for a in "${ALLOCS[@]}"; do printf ' %15s' "$a"; done
+echo
+for k in "${KERNELS[@]}"; do
+	for t in "${THREADS[@]}"; do
+		base=""
+		[ -n "${OPS[$k,$t,glibc]:-}" ] && base=$(median ${OPS[$k,$t,glibc]})
+		printf '%-8s %7s' "$k" "$t"
+		for a in "${ALLOCS[@]}"; do
+			key=$k,$t,$a
+			if [ -z "${HAVE[$a]}" ]; then
+				cell="not installed"
+			elif [ -n "${BROKEN[$key]:-}" ]; then
+				cell=${BROKEN[$key]}
+			elif [ -z "${OPS[$key]:-}" ]; then
+				cell="no result"
+			else
+				MED[$key]=$(median ${OPS[$key]})
+				cell=$(awk -v m="${MED[$key]}" -v b="$base" 'BEGIN {
+					if (b > 0) printf "%.2f %5.2fx", m / 1e6, m / b
+					else printf "%.2f    -", m / 1e6 }')
+			fi
+			printf ' %15s' "$cell"
+		done
+		echo
+	done
+done
+
+# ---------- gups_malloc: an unmodified malloc program ----------
+
+echo
+GUPS_VARIANTS=(plain superpage)
+declare -A GUPS_LABEL=([plain]="plain" [superpage]="superpage run" [superpage-2m]="superpage run --backing 2m")
+skip_2m=""
+if [ ! -d "$POOL_DIR" ]; then
+	skip_2m="no 2 MiB huge pages in this kernel"
+elif [ "$(pool_free)" -ge $POOL_NEED ]; then
+	:
+elif [ "$(id -u)" -ne 0 ]; then
+	skip_2m="the 2M pool has $(pool_free) free pages (< $POOL_NEED) and raising it needs root"
+else
+	old=$(cat "$POOL_DIR/nr_hugepages")
+	pool_added=$POOL_RAISE   # until the kernel says how many it gave
+	pool_old=$old
+	echo $((old + POOL_RAISE)) >"$POOL_DIR/nr_hugepages" 2>/dev/null
+	now=$(cat "$POOL_DIR/nr_hugepages")
+	pool_added=$((now - old))
+	echo "pools:   2M pool $old -> $now (asked +$POOL_RAISE) for --backing 2m"
+	[ "$(pool_free)" -ge $POOL_NEED ] ||
+		skip_2m="the kernel gave the 2M pool $((now - old)) of $POOL_RAISE pages asked (memory short or fragmented)"
+fi
+[ -n "$skip_2m" ] || GUPS_VARIANTS+=(superpage-2m)
+
+declare -A GSECS GBROKEN GFIRST GCMD
+n_var=${#GUPS_VARIANTS[@]}
+for ((r = 0; r < GUPS_ROUNDS; r++)); do
+	for ((j = 0; j < n_var; j++)); do
+		v=${GUPS_VARIANTS[(j + r) % n_var]}
+		[ -z "${GBROKEN[$v]:-}" ] || continue
+		printf 'compare.sh: gups_malloc %s %-26s round %d/%d' "$GUPS_SIZE" "${GUPS_LABEL[$v]}" \
+			$((r + 1)) "$GUPS_ROUNDS" >&2
+		case $v in
+		plain) run_cmd "$GUPS" "$GUPS_SIZE" ;;
+		superpage) run_cmd "$SP" run -- "$GUPS" "$GUPS_SIZE" ;;
+		superpage-2m) run_cmd "$SP" run --backing 2m -- "$GUPS" "$GUPS_SIZE" ;;
+		esac
+		rc=$?
+		first=$(sed -n 1p "$TMP/out")
+		secs=$(field seconds "$(sed -n 2p "$TMP/out")")
+		if [ $rc -ne 0 ] || [ -z "$secs" ]; then
+			echo "  exit $rc" >&2
+			GBROKEN[$v]=$(failed_cell $rc)
+			[ $rc -eq 1 ] && grep -q 'after two passes' "$TMP/err" && GBROKEN[$v]="WRONG DATA"
+			failures+=("$(failed_reason $rc)")
+			continue
+		fi
+		echo "  $secs s" >&2
+		if [ -z "${GFIRST[$v]:-}" ]; then
+			GFIRST[$v]=$first
+			GCMD[$v]=$LAST_CMD
+		elif [ "$first" != "${GFIRST[$v]}" ]; then
+			GBROKEN[$v]="WRONG RESULT"
+			failures+=("$LAST_CMD: printed \"$first\", \"${GFIRST[$v]}\" in an earlier round")
+			continue
+		fi
+		GSECS[$v]+=" $secs"
+	done
+done
+# Line 1 (the checksum) must be the same under every malloc: plain's is the reference.
+gups_header=""
+for v in plain superpage superpage-2m; do
+	[ -n "${GFIRST[$v]:-}" ] && [ -z "${GBROKEN[$v]:-}" ] || continue
+	[ -n "$gups_header" ] || { gups_header=${GFIRST[$v]}; ref_who=${GUPS_LABEL[$v]}; continue; }
+	if [ "${GFIRST[$v]}" != "$gups_header" ]; then
+		GBROKEN[$v]="WRONG RESULT"
+		failures+=("${GCMD[$v]}: printed \"${GFIRST[$v]}\", \"$gups_header\" under $ref_who")
+	fi
+done
+pool_restore
+
+updates=$(echo "$gups_header" | sed -n 's/.* \([0-9][0-9]*\) updates x 2.*/\1/p')
+echo "gups: $GUPS $GUPS_SIZE (${updates:-?} random updates x 2 over one malloc'd ${GUPS_SIZE}), median of $GUPS_ROUNDS, alternating"
+printf '%-28s %9s %9s %9s  %s\n' variant "median s" "best s" "MUP/s" "vs plain"
+gbase=""
+[ -n "${GSECS[plain]:-}" ] && gbase=$(median ${GSECS[plain]})
+for v in plain superpage superpage-2m; do
+	label=${GUPS_LABEL[$v]}
+	if [ "$v" = superpage-2m ] && [ -n "$skip_2m" ]; then
+		printf '%-28s skipped: %s\n' "$label" "$skip_2m"
+	elif [ -n "${GBROKEN[$v]:-}" ]; then
+		printf '%-28s %s\n' "$label" "${GBROKEN[$v]}"
+	elif [ -z "${GSECS[$v]:-}" ]; then
+		printf '%-28s no result\n' "$label"
+	else
+		med=$(median ${GSECS[$v]})
+		bst=$(printf '%s\n' ${GSECS[$v]} | sort -g | head -1)
+		awk -v l="$label" -v m="$med" -v b="$bst" -v g="$gbase" -v u="${updates:-0}" 'BEGIN {
+			printf "%-28s %9.3f %9.3f %9.1f  ", l, m, b, (m > 0 ? 2 * u / m / 1e6 : 0)
+			if (g > 0) printf "%.2fx\n", g / m; else print "-" }'
+	fi
+done
+echo "pools:   $(pools_line) at the end"
+
+if [ ${#failures[@]} -gt 0 ]; then
+	for f in "${failures[@]}"; do
+		echo "compare.sh: $f" >&2
+	done
+	exit 1
+fi
+exit 0
