@@ -12,55 +12,19 @@ THP=/sys/kernel/mm/transparent_hugepage
 P2M=$HP/hugepages-2048kB
 P1G=$HP/hugepages-1048576kB
 tmp=$(mktemp -d)
-failed=0
-hold_pid='' hold_in=''
-declare -A saved # sysfs file -> the value it had before we first wrote it
+# shellcheck source=tests/cli/lib.sh
+. "$here/lib.sh"
 
 # ---------- putting things back ----------
 
-stop_hold() {
-	if [ -n "$hold_in" ]; then
-		exec {hold_in}>&-
-		hold_in=''
-	fi
-	if [ -n "$hold_pid" ]; then
-		# EOF on its stdin ends it; a stuck one is killed.
-		for _ in $(seq 50); do kill -0 "$hold_pid" 2>/dev/null || break; sleep 0.1; done
-		kill "$hold_pid" 2>/dev/null
-		wait "$hold_pid" 2>/dev/null
-		hold_pid=''
-	fi
-}
-restore() {
-	local f
-	stop_hold
-	for f in "${!saved[@]}"; do
-		[ "$(cat "$f")" = "${saved[$f]}" ] || echo "${saved[$f]}" >"$f" 2>/dev/null ||
-			echo "test_cli.sh: could not put back $f to ${saved[$f]}" >&2
-		unset 'saved[$f]'
-	done
-}
 trap 'restore; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM HUP
 
-# Remembers a sysfs value to put back, unless it is remembered already.
-remember() { [ -n "${saved[$1]+x}" ] || saved[$1]=$(cat "$1"); }
-# Writes a sysfs value, remembering the old one first.
-set_sysfs() { # file value
-	remember "$1"
-	echo "$2" >"$1" 2>/dev/null
-}
 
 # ---------- helpers ----------
 
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; failed=1; }
-skip() { echo "SKIP $1: $2"; }
 
 # Runs the command; leaves rc, and stdout/stderr in $tmp/out and $tmp/err.
-sp() { "$SP" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
-nlines() { wc -l <"$1" | tr -d ' '; }
-is_root() { [ "$(id -u)" = 0 ]; }
 bracketed() { sed -n 's/.*\[\(.*\)\].*/\1/p' "$1"; }
 have_python() { command -v python3 >/dev/null 2>&1; }
 

@@ -14,13 +14,9 @@ P=$B/tests/preload
 P2M=/sys/kernel/mm/hugepages/hugepages-2048kB
 SEED=42
 export LC_ALL=C
-failed=0
-declare -A saved # sysfs file -> the value it had before we first wrote it
-hold_pid='' hold_in='' running=''
-
-pass() { echo "PASS $1${2:+: $2}"; }
-fail() { echo "FAIL $1: $2"; failed=1; }
-skip() { echo "SKIP $1: $2"; }
+running=''
+# shellcheck source=tests/cli/lib.sh
+. "$here/lib.sh"
 
 case "${B%/}" in
 san | */san)
@@ -45,28 +41,6 @@ tmp=$(cd "$tmp" && pwd)
 
 # ---------- putting things back ----------
 
-stop_hold() {
-	if [ -n "$hold_in" ]; then
-		exec {hold_in}>&-
-		hold_in=''
-	fi
-	if [ -n "$hold_pid" ]; then
-		# EOF on its stdin ends it; a stuck one is killed.
-		for _ in $(seq 100); do kill -0 "$hold_pid" 2>/dev/null || break; sleep 0.1; done
-		kill "$hold_pid" 2>/dev/null
-		wait "$hold_pid" 2>/dev/null
-		hold_pid=''
-	fi
-}
-restore() {
-	local f
-	stop_hold
-	for f in "${!saved[@]}"; do
-		[ "$(cat "$f")" = "${saved[$f]}" ] || echo "${saved[$f]}" >"$f" 2>/dev/null ||
-			echo "test_preload.sh: could not put back $f to ${saved[$f]}" >&2
-		unset 'saved[$f]'
-	done
-}
 # shellcheck disable=SC2317 # (called by the trap)
 interrupted() {
 	[ -z "$running" ] || kill "$running" 2>/dev/null
@@ -75,12 +49,6 @@ interrupted() {
 trap 'restore; rm -rf "$tmp"' EXIT
 trap interrupted INT TERM HUP
 
-remember() { [ -n "${saved[$1]+x}" ] || saved[$1]=$(cat "$1"); }
-set_sysfs() { # file value
-	remember "$1"
-	echo "$2" >"$1" 2>/dev/null
-}
-is_root() { [ "$(id -u)" = 0 ]; }
 have_python() { [ -n "$PY" ]; }
 
 # Gives the 2M pool n more free pages than it has in use. Returns 1 (and puts it back)

@@ -10,7 +10,8 @@ SP=$(cd "$B" 2>/dev/null && pwd)/superpage
 RT=$B/libsuperpage-run.so
 HP=/sys/kernel/mm/hugepages
 tmp=$(mktemp -d)
-failed=0
+# shellcheck source=tests/cli/lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM HUP
 
@@ -26,13 +27,6 @@ esac
 
 # ---------- helpers ----------
 
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; failed=1; }
-skip() { echo "SKIP $1: $2"; }
-
-# Runs the command; leaves rc, and stdout/stderr in $tmp/out and $tmp/err.
-sp() { "$SP" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
-nlines() { wc -l <"$1" | tr -d ' '; }
 have_python() { command -v python3 >/dev/null 2>&1; }
 oneline() { head -c 300 "$1" | tr '\n' '|'; }
 

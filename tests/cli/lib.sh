@@ -1,0 +1,51 @@
+# lib.sh - what the tests/cli/test_*.sh scripts share: result lines, running the
+# command, and sysfs values (and a held helper program) put back whatever happens.
+# Sourced, not run (tests/run.sh runs test_*.sh only). The caller sets tmp and SP;
+# failed and rc are the caller's to read.
+# shellcheck shell=bash disable=SC2034,SC2154
+
+failed=0
+hold_pid='' hold_in=''
+declare -A saved # sysfs file -> the value it had before we first wrote it
+
+pass() { echo "PASS $1${2:+: $2}"; }
+fail() { echo "FAIL $1: $2"; failed=1; }
+skip() { echo "SKIP $1: $2"; }
+
+# Runs the command; leaves rc, and stdout/stderr in $tmp/out and $tmp/err.
+sp() { "$SP" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
+nlines() { wc -l <"$1" | tr -d ' '; }
+is_root() { [ "$(id -u)" = 0 ]; }
+
+# Remembers a sysfs value to put back, unless it is remembered already.
+remember() { [ -n "${saved[$1]+x}" ] || saved[$1]=$(cat "$1"); }
+# Writes a sysfs value, remembering the old one first.
+set_sysfs() { # file value
+	remember "$1"
+	echo "$2" >"$1" 2>/dev/null
+}
+
+# Ends the helper program a test holds open (EOF on its stdin; a stuck one is killed).
+stop_hold() {
+	if [ -n "$hold_in" ]; then
+		exec {hold_in}>&-
+		hold_in=''
+	fi
+	if [ -n "$hold_pid" ]; then
+		for _ in $(seq 100); do kill -0 "$hold_pid" 2>/dev/null || break; sleep 0.1; done
+		kill "$hold_pid" 2>/dev/null
+		wait "$hold_pid" 2>/dev/null
+		hold_pid=''
+	fi
+}
+
+# Puts back every sysfs value written since the last restore.
+restore() {
+	local f
+	stop_hold
+	for f in "${!saved[@]}"; do
+		[ "$(cat "$f")" = "${saved[$f]}" ] || echo "${saved[$f]}" >"$f" 2>/dev/null ||
+			echo "${0##*/}: could not put back $f to ${saved[$f]}" >&2
+		unset 'saved[$f]'
+	done
+}
