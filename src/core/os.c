@@ -60,19 +60,21 @@ static ssize_t real_getdents(int fd, void *buf, size_t len)
 	return sys_ret(syscall(SYS_getdents64, fd, buf, len), e);
 }
 
+/* For the calls that return an address: errors are -4095..-1 as the raw value. */
+static int addr_ret(long r, int saved, void **out)
+{
+	int err = errno;
+	errno = saved;
+	if ((unsigned long)r >= (unsigned long)-4095)
+		return -err;
+	*out = (void *)r;
+	return 0;
+}
+
 static int real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void **out)
 {
 	int e = errno;
-	long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-	/* mmap returns addresses that look negative only on error (-4095..-1). */
-	if ((unsigned long)r >= (unsigned long)-4095) {
-		int err = errno;
-		errno = e;
-		return -err;
-	}
-	*out = (void *)r;
-	errno = e;
-	return 0;
+	return addr_ret(syscall(SYS_mmap, addr, len, prot, flags, fd, off), e, out);
 }
 
 static int real_munmap(void *addr, size_t len)
@@ -91,15 +93,7 @@ static int real_mremap(void *old, size_t old_len, size_t new_len, int flags, voi
 		       void **out)
 {
 	int e = errno;
-	long r = syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
-	if ((unsigned long)r >= (unsigned long)-4095) {
-		int err = errno;
-		errno = e;
-		return -err;
-	}
-	*out = (void *)r;
-	errno = e;
-	return 0;
+	return addr_ret(syscall(SYS_mremap, old, old_len, new_len, flags, new_addr), e, out);
 }
 
 static int real_madvise(void *addr, size_t len, int advice)
