@@ -27,8 +27,8 @@
 #define PAGES_PER_UNIT (UNIT_SIZE / PAGE_SIZE)
 
 /* ---- size classes (sizeclass.c) ---- */
-#define NCLASS 128
-#define SMALL_MAX 32768ul          /* larger requests are page runs or units */
+#define NCLASS 240
+#define SMALL_MAX 65536ul          /* larger requests are page runs or units */
 #define MEDIUM_MAX (1ul << 20)     /* larger requests get whole units */
 #define MIN_ALIGN 16ul
 void classes_init(void);
