@@ -364,7 +364,8 @@ static void *big_alloc(size_t size, size_t align, bool *clean)
 
 static void *alloc(size_t size, bool *clean)
 {
-	if (__builtin_expect(!rt_init(), 0))
+	if (__builtin_expect(atomic_load_explicit(&ready, memory_order_acquire) != 1, 0) &&
+	    !rt_init())
 		return NULL;
 	if (clean)
 		*clean = false;

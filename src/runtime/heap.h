@@ -31,11 +31,27 @@
 #define SMALL_MAX 65536ul          /* larger requests are page runs or units */
 #define MEDIUM_MAX (1ul << 20)     /* larger requests get whole units */
 #define MIN_ALIGN 16ul
+#define CLASS_FINE_MAX 1024
+extern size_t class_sizes[NCLASS];
+extern unsigned char class_npages[NCLASS];
+extern unsigned char class_batches[NCLASS];
+extern unsigned char class_by_32[(SMALL_MAX >> 5) + 1];
+extern unsigned char class_by_16[(CLASS_FINE_MAX >> 4) + 1];
 void classes_init(void);
-unsigned class_of(size_t size);    /* size must be 1..SMALL_MAX */
-size_t class_size(unsigned c);
-unsigned class_pages(unsigned c);  /* pages in one span of the class */
-unsigned class_batch(unsigned c);  /* objects moved at once between caches */
+
+/* The class of size (1..SMALL_MAX): by 16-byte steps up to 1 KiB, 32-byte above
+ * (every class above 1 KiB is a multiple of 32). Inline: it is on every malloc. */
+static inline unsigned class_of(size_t size)
+{
+	if (size <= CLASS_FINE_MAX)
+		return class_by_16[(size + 15) >> 4];
+	return class_by_32[(size + 31) >> 5];
+}
+static inline size_t class_size(unsigned c) { return class_sizes[c]; }
+/* Pages in one span of the class. */
+static inline unsigned class_pages(unsigned c) { return class_npages[c]; }
+/* Objects moved at once between a thread's cache and the central list. */
+static inline unsigned class_batch(unsigned c) { return class_batches[c]; }
 
 /* ---- spans and the page heap (pages.c) ---- */
 enum span_kind { SPAN_SMALL = 1, SPAN_MEDIUM, SPAN_LARGE, SPAN_MMAP };
