@@ -49,3 +49,22 @@ restore() {
 		unset 'saved[$f]'
 	done
 }
+
+# The error contract of the command: status 2, nothing on stdout, one line on stderr
+# starting "superpage: ".
+expect_usage_error() { # name args...
+	local name=$1
+	shift
+	sp "$@"
+	if [ "$rc" != 2 ]; then
+		fail "$name" "'superpage $*' exited $rc, want 2"
+	elif [ "$(nlines "$tmp/err")" != 1 ]; then
+		fail "$name" "'superpage $*' printed $(nlines "$tmp/err") lines on stderr, want 1"
+	elif ! grep -q '^superpage: ' "$tmp/err"; then
+		fail "$name" "stderr does not start with 'superpage: ': $(head -c 300 "$tmp/err")"
+	elif [ -s "$tmp/out" ]; then
+		fail "$name" "'superpage $*' printed on stdout: $(head -c 200 "$tmp/out")"
+	else
+		pass "$name"
+	fi
+}

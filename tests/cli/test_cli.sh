@@ -28,23 +28,6 @@ trap 'exit 130' INT TERM HUP
 bracketed() { sed -n 's/.*\[\(.*\)\].*/\1/p' "$1"; }
 have_python() { command -v python3 >/dev/null 2>&1; }
 
-# The error contract: status 2, nothing on stdout, one line on stderr saying "superpage: ".
-expect_usage_error() { # name args...
-	local name=$1
-	shift
-	sp "$@"
-	if [ "$rc" != 2 ]; then
-		fail "$name" "'superpage $*' exited $rc, want 2"
-	elif [ "$(nlines "$tmp/err")" != 1 ]; then
-		fail "$name" "'superpage $*' printed $(nlines "$tmp/err") lines on stderr, want 1"
-	elif ! grep -q '^superpage: ' "$tmp/err"; then
-		fail "$name" "stderr does not start with 'superpage: ': $(cat "$tmp/err")"
-	elif [ -s "$tmp/out" ]; then
-		fail "$name" "'superpage $*' printed on stdout: $(head -c 200 "$tmp/out")"
-	else
-		pass "$name"
-	fi
-}
 
 if [ ! -x "$SP" ]; then
 	fail cli_built "$SP is missing: build with make B=$B tests"

@@ -39,21 +39,6 @@ can_preload() { # name
 	return 0
 }
 
-# The error contract: status 2, nothing on stdout, one line on stderr saying "superpage: ".
-expect_usage_error() { # name args...
-	local name=$1
-	shift
-	sp "$@"
-	if [ "$rc" != 2 ]; then
-		fail "$name" "'superpage $*' exited $rc, want 2"
-	elif [ "$(nlines "$tmp/err")" != 1 ] || ! grep -q '^superpage: ' "$tmp/err"; then
-		fail "$name" "want one line 'superpage: ...' on stderr, got: $(oneline "$tmp/err")"
-	elif [ -s "$tmp/out" ]; then
-		fail "$name" "printed on stdout: $(oneline "$tmp/out")"
-	else
-		pass "$name"
-	fi
-}
 
 # A pool of this size has free pages, or room to overcommit.
 pool_has_room() { # dir
