@@ -470,8 +470,7 @@ void *rt_realloc(void *p, size_t size)
 	size_t have = span_usable(s);
 	if (s->kind == SPAN_LARGE && size > MEDIUM_MAX) {
 		size_t before = have;
-		bool moved;
-		if (pages_resize_large(s, size, &moved)) {
+		if (pages_resize_large(s, size)) {
 			count_out((int64_t)span_usable(s) - (int64_t)before);
 			return (void *)s->start;
 		}

@@ -62,7 +62,6 @@ struct span {
 	uint8_t kind;
 	uint8_t cls;           /* SPAN_SMALL */
 	uint8_t clean;         /* memory known to be zero (fresh from the kernel) */
-	uint8_t backing;       /* enum sp_backing of its units */
 	uintptr_t start;
 	size_t npages;         /* SMALL/MEDIUM: pages; LARGE: pages of whole units */
 	/* SPAN_SMALL: objects */
@@ -87,9 +86,9 @@ struct span *pages_alloc_run(size_t npages, size_t align_pages, enum span_kind k
 struct span *pages_alloc_large(size_t size, size_t align);
 /* Gives a span's memory back (SMALL/MEDIUM pages or LARGE units). */
 void pages_free(struct span *s);
-/* Resizes a LARGE span in place or by moving its pages; false if it cannot (the
- * caller copies). On success *moved says whether s->start changed. */
-bool pages_resize_large(struct span *s, size_t new_size, bool *moved);
+/* Resizes a LARGE span in place or by moving its pages (s->start then changes);
+ * false if it cannot (the caller copies). */
+bool pages_resize_large(struct span *s, size_t new_size);
 /* The span owning addr, or NULL if addr is not in the heap's range at all (and
  * *in_range false). A page of the range with no span gives NULL, *in_range true. */
 struct span *pages_lookup(const void *addr, bool *in_range);

@@ -517,7 +517,6 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	s->kind = (uint8_t)kind;
 	s->start = unit_addr((size_t)u) + (at << PAGE_SHIFT);
 	s->npages = npages;
-	s->backing = x->backing;
 	if (kind == SPAN_MMAP)
 		st_small_mmap_pages += npages;
 	if (kind == SPAN_SMALL || kind == SPAN_MMAP)
@@ -834,7 +833,6 @@ struct span *pages_alloc_large(size_t size, size_t align)
 	s->kind = SPAN_LARGE;
 	s->start = unit_addr(at);
 	s->npages = n * PAGES_PER_UNIT;
-	s->backing = (uint8_t)got;
 	s->clean = clean || got == SP_BACKING_2M;
 	map_set(page_of(s->start), s);
 	st_large_blocks++;
@@ -844,7 +842,7 @@ struct span *pages_alloc_large(size_t size, size_t align)
 	return s;
 }
 
-bool pages_resize_large(struct span *s, size_t new_size, bool *moved)
+bool pages_resize_large(struct span *s, size_t new_size)
 {
 	size_t n = s->npages / PAGES_PER_UNIT;
 	if (new_size > (max_units << UNIT_SHIFT))
@@ -852,7 +850,6 @@ bool pages_resize_large(struct span *s, size_t new_size, bool *moved)
 	size_t want = (new_size + UNIT_SIZE - 1) >> UNIT_SHIFT;
 	size_t u = (s->start - base) >> UNIT_SHIFT;
 	struct release rel;
-	*moved = false;
 	if (want == n)
 		return true;
 	pthread_mutex_lock(&plock);
@@ -922,7 +919,6 @@ bool pages_resize_large(struct span *s, size_t new_size, bool *moved)
 	map_set(page_of(s->start), s);
 	st_large_bytes += (want - n) << UNIT_SHIFT;
 	st_mremaps++;
-	*moved = true;
 	pthread_mutex_unlock(&plock);
 	return true;
 }
