@@ -59,6 +59,10 @@ LIB_SO := $(B)/$(SONAME)
 CLI := $(B)/superpage
 BENCH := $(B)/bench/membench
 MALLOCBENCH := $(B)/bench/mallocbench
+KERNEL_SRC := $(wildcard bench/kernels/*.c)
+KERNEL_BIN := $(KERNEL_SRC:bench/kernels/%.c=$(B)/bench/kernels/%)
+IDEAL_BIN := $(KERNEL_SRC:bench/kernels/%.c=$(B)/bench/ideal/%)
+KERNEL_CFLAGS := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -Ibench
 
 all: $(CLI) $(LIB_SO) $(B)/libsuperpage.so $(LIB_A) $(RT_SO)
 
@@ -94,11 +98,17 @@ $(B)/libsuperpage.so: $(LIB_SO)
 # superpage run starts before every program it runs, and a static start is faster.
 CLI_STATIC := $(if $(SAN),,-static)
 $(CLI): $(CLI_OBJ) $(LIB_A)
-	$(CC) $(ALL_LDFLAGS) $(CLI_STATIC) -o $@ $(CLI_OBJ) $(LIB_A) $(LIBS)
+	$(CC) $(ALL_LDFLAGS) $(CLI_STATIC) -o $@ $(CLI_OBJ) $(LIB_A) $(LIBS) -lm
 
 $(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) $(RT_A) tests/check.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -Isrc/runtime -o $@ $< $(UNIT_HELP_OBJ) $(RT_A) $(LIB_A) $(LIBS)
+
+# The bench runner's readers and writers are tested apart from the command.
+BENCHOUT_OBJ := $(B)/obj/src/cli/benchout.o $(B)/obj/src/cli/json.o
+$(B)/tests/unit/test_benchout: tests/unit/test_benchout.c $(BENCHOUT_OBJ) $(LIB_A) tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -Isrc/cli -o $@ $< $(BENCHOUT_OBJ) $(LIB_A) $(LIBS) -lm
 
 $(B)/tests/system/%: tests/system/%.c $(LIB_A) tests/check.h
 	@mkdir -p $(dir $@)
@@ -122,6 +132,18 @@ $(BENCH): bench/membench.c $(LIB_A)
 $(MALLOCBENCH): bench/mallocbench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -lpthread
+
+# The benchmark kernels: plain programs (unsanitized, run under superpage run), and the
+# same sources built as the "ideal", their arrays from strict sp_alloc (bench/kernel.h).
+$(B)/bench/kernels/%: bench/kernels/%.c bench/kernel.h $(wildcard bench/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(KERNEL_CFLAGS) -o $@ $< -lpthread -lm
+
+$(B)/bench/ideal/%: bench/kernels/%.c bench/kernel.h $(wildcard bench/*.h) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(KERNEL_CFLAGS) -DBENCH_IDEAL -Iinclude -o $@ $< $(LIB_A) -lpthread -lm
+
+kernels: $(KERNEL_BIN) $(IDEAL_BIN)
 
 tests: all $(UNIT_BIN) $(SYS_BIN) $(HELPER_BIN) $(PRELOAD_BIN)
 
@@ -161,5 +183,5 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: all tests check bench install uninstall clean
+.PHONY: all kernels tests check bench install uninstall clean
 .SECONDARY:

@@ -16,6 +16,7 @@ static const struct command commands[] = {
 	{ "pool", cmd_pool, usage_pool },
 	{ "stat", cmd_stat, usage_stat },
 	{ "run", cmd_run, usage_run },
+	{ "bench", cmd_bench, usage_bench },
 	{ "version", cmd_version, usage_version },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -32,6 +33,7 @@ static void usage(FILE *f)
 	      "  pool [--size 2M|1G] [--node N] COUNT  set a huge page pool and read it back\n"
 	      "  stat [--json] PID                     how much of a process is on huge pages\n"
 	      "  run [OPTIONS] [--] CMD [ARGS...]      run a program with its memory on huge pages\n"
+	      "  bench [OPTIONS]                       run the benchmark kernels under each backing\n"
 	      "  version                               print the version\n"
 	      "  help [COMMAND]                        print this help, or a command's\n"
 	      "\n"

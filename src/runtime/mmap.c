@@ -164,11 +164,13 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 		/* On a hugetlb unit a partial DONTNEED is refused by the kernel; what the
 		 * program may rely on is that the pages read as zero afterwards. */
 		size_t l = (len + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
-		if (advice == MADV_DONTNEED && rt_options()->backing == SP_BACKING_2M) {
+		enum sp_backing b = rt_options()->backing;
+		bool hugetlb = b == SP_BACKING_2M || b == SP_BACKING_1G;
+		if (advice == MADV_DONTNEED && hugetlb) {
 			memset(addr, 0, l);
 			return 0;
 		}
-		if (advice == MADV_FREE && rt_options()->backing == SP_BACKING_2M)
+		if (advice == MADV_FREE && hugetlb)
 			return 0;
 	}
 	int r = sp_os->madvise(addr, len, advice);

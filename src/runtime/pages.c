@@ -17,6 +17,7 @@ enum unit_state { U_FREE = 0, U_HEAP, U_LARGE, U_RELEASING };
 #define NO_BUCKET 0xff
 #define GROW_UNITS 32       /* the writable part of the range grows 64 MiB at a time */
 #define SKIP_NS 1000000000ull
+#define GIGA_UNITS ((size_t)1 << (30 - UNIT_SHIFT)) /* units in a 1 GiB page */
 
 struct unit {
 	uint64_t free[PAGES_PER_UNIT / 64]; /* HEAP: 1 = free page */
@@ -49,6 +50,7 @@ static _Atomic bool promoted, promote_pending;
  * second (or until hugetlb units are given back); smaller ones still are. */
 static uint64_t hugetlb_skip_until;
 static size_t hugetlb_skip_units;
+static uint64_t giga_skip_until;          /* the same for 1 GiB pages */
 /* span descriptors */
 static struct span *span_free_list;
 static char *span_chunk;
@@ -196,33 +198,101 @@ static int range_advice(void);
 
 /* ---------- backing units ---------- */
 
-/* Maps n units at u with hugetlb 2 MiB pages, moved into place over the range (a
- * mapping made elsewhere and moved, so a refusal leaves the range as it was). */
-static bool back_hugetlb(size_t u, size_t n)
+static bool is_hugetlb(uint8_t backing)
 {
+	return backing == SP_BACKING_2M || backing == SP_BACKING_1G;
+}
+
+/* Plain anonymous memory at n units from u, with the range's advice: what a unit
+ * is when it has no hugetlb pages. The range is ours, so MAP_FIXED harms nothing;
+ * if even this fails the heap has a hole it cannot account for, and stops. */
+static void plain_units(size_t u, size_t n)
+{
+	void *out;
+	size_t len = n << UNIT_SHIFT;
+	if (sp_os->mmap((void *)unit_addr(u), len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0, &out) < 0)
+		rt_abort("cannot map the heap's memory at %p back (%zu bytes)", (void *)unit_addr(u),
+			 len);
+	sp_os->madvise(out, len, range_advice());
+}
+
+/* Maps len bytes with flags somewhere not touching [dest, dest+len): the kernel may
+ * refuse (ENOMEM) to move a hugetlb mapping onto a range right next to it. */
+static int map_apart(size_t len, int flags, uintptr_t dest, void **out)
+{
+	void *prev = NULL;
+	int r = 0;
+	for (int tries = 0; tries < 3; tries++) {
+		r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0, out);
+		if (prev)
+			sp_os->munmap(prev, len);
+		prev = NULL;
+		if (r < 0)
+			return r;
+		uintptr_t a = (uintptr_t)*out;
+		if (a + len != dest && dest + len != a)
+			return 0;
+		prev = *out; /* held while the next try maps elsewhere */
+	}
+	*out = prev;
+	return 0;
+}
+
+/* Moves tmp over n units at u. A refused move can leave the units unmapped (the
+ * kernel unmaps the destination first), so on failure they get plain memory back. */
+static bool move_over(void *tmp, size_t u, size_t n)
+{
+	void *out;
+	size_t len = n << UNIT_SHIFT;
+	if (sp_os->mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)unit_addr(u),
+			  &out) == 0)
+		return true;
+	sp_os->munmap(tmp, len);
+	plain_units(u, n);
+	return false;
+}
+
+/* Maps n units at u with hugetlb pages of the rung's size (2m, or 1g for a 1 GiB-
+ * aligned run of whole GiBs), made elsewhere and moved into place. A rung that was
+ * refused is not asked again for SKIP_NS (for runs as large, for 2m). Units on
+ * 1 GiB pages are only ever given back, staged for fork or replaced whole: the
+ * kernel cannot split a 1 GiB page's mapping. */
+static bool back_hugetlb(size_t u, size_t n, enum sp_backing rung)
+{
+	bool giga = rung == SP_BACKING_1G;
+	uint64_t *until = giga ? &giga_skip_until : &hugetlb_skip_until;
 	uint64_t now = sp_os->now_ns();
-	if (now < hugetlb_skip_until && n >= hugetlb_skip_units) {
-		fall(SP_BACKING_2M, SP_FALL_SKIPPED);
+	if (now < *until && (giga || n >= hugetlb_skip_units)) {
+		fall(rung, SP_FALL_SKIPPED);
 		return false;
 	}
-	void *tmp, *out;
-	size_t len = n << UNIT_SHIFT;
-	int r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0, &tmp);
+	void *tmp;
+	size_t len = n << UNIT_SHIFT, page = giga ? (size_t)1 << 30 : UNIT_SIZE;
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (giga ? MAP_HUGE_1GB : MAP_HUGE_2MB);
+	int r;
+	if (giga) {
+		/* The kernel refuses to move some 1 GiB mappings (ENOMEM); mapped in place
+		 * instead, and the range mended if that is refused. */
+		r = sp_os->mmap((void *)unit_addr(u), len, PROT_READ | PROT_WRITE, flags | MAP_FIXED,
+				-1, 0, &tmp);
+		if (r < 0)
+			plain_units(u, n);
+	} else {
+		r = map_apart(len, flags, unit_addr(u), &tmp);
+	}
 	if (r < 0) {
 		struct sp_pool pool;
-		bool none = sp_pool_get(UNIT_SIZE, -1, &pool) == 0 && pool.total == 0;
-		fall(SP_BACKING_2M, r == -ENOMEM ? (none ? SP_FALL_NO_POOL : SP_FALL_POOL_EMPTY)
-						 : r == -EINVAL ? SP_FALL_UNSUPPORTED : SP_FALL_MMAP);
-		if (now >= hugetlb_skip_until || n < hugetlb_skip_units)
+		bool none = sp_pool_get(page, -1, &pool) == 0 && pool.total == 0;
+		fall(rung, r == -ENOMEM ? (none ? SP_FALL_NO_POOL : SP_FALL_POOL_EMPTY)
+					: r == -EINVAL ? SP_FALL_UNSUPPORTED : SP_FALL_MMAP);
+		if (!giga && (now >= hugetlb_skip_until || n < hugetlb_skip_units))
 			hugetlb_skip_units = n;
-		hugetlb_skip_until = now + SKIP_NS;
+		*until = now + SKIP_NS;
 		return false;
 	}
-	r = sp_os->mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)unit_addr(u), &out);
-	if (r < 0) {
-		sp_os->munmap(tmp, len);
-		fall(SP_BACKING_2M, SP_FALL_MMAP);
+	if (!giga && !move_over(tmp, u, n)) {
+		fall(rung, SP_FALL_MMAP);
 		return false;
 	}
 	return true;
@@ -230,28 +300,18 @@ static bool back_hugetlb(size_t u, size_t n)
 
 /* Puts plain anonymous memory back where hugetlb units were (their pages return to
  * the pool), with the range's THP advice. */
-static bool unback_hugetlb(size_t u, size_t n)
+static void unback_hugetlb(size_t u, size_t n)
 {
-	void *tmp, *out;
-	size_t len = n << UNIT_SHIFT;
-	if (sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &tmp) < 0)
-		return false;
-	sp_os->madvise(tmp, len, range_advice());
-	if (sp_os->mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)unit_addr(u),
-			  &out) < 0) {
-		sp_os->munmap(tmp, len);
-		return false;
-	}
+	plain_units(u, n);
 	hugetlb_skip_until = 0;
-	return true;
+	giga_skip_until = 0;
 }
 
 /* Gives n units at u the policy's backing; returns the backing they got. */
 static enum sp_backing back_units(size_t u, size_t n)
 {
 	if (policy == SP_BACKING_2M || policy == SP_BACKING_1G) {
-		if (back_hugetlb(u, n))
+		if (back_hugetlb(u, n, SP_BACKING_2M))
 			return SP_BACKING_2M;
 		const struct sp_view *v = sp_view_get();
 		return v->thp_never || v->features.thp_disabled_here ? SP_BACKING_4K : SP_BACKING_THP;
@@ -366,9 +426,6 @@ int pages_init(const struct sp_options *o)
 	}
 	if (!base)
 		return -ENOMEM;
-	if (o->backing == SP_BACKING_1G)
-		rt_say("--backing 1g: the heap is made of 2 MiB units, and takes 2 MiB hugetlb "
-		       "pages, not 1 GiB ones");
 	sp_os->madvise((void *)base, max_units << UNIT_SHIFT, range_advice());
 	void *m;
 	size_t meta = max_units * sizeof(struct unit) + (max_units / 64 + 1) * 8;
@@ -541,7 +598,7 @@ struct release { size_t u, n; };
  * else mark it RELEASING for the caller to give back. */
 static bool retire_units(size_t u, size_t n, struct release *rel)
 {
-	bool hugetlb = units[u].backing == SP_BACKING_2M;
+	bool hugetlb = is_hugetlb(units[u].backing);
 	uint64_t in_use = 0;
 	for (size_t i = u; i < u + n; i++)
 		count_units((enum sp_backing)units[i].backing, -1);
@@ -571,8 +628,10 @@ static bool retire_units(size_t u, size_t n, struct release *rel)
 /* Gives the units back to the kernel: hugetlb pages to the pool, THP memory freed. */
 static bool give_back_units(const struct release *rel)
 {
-	if (units[rel->u].backing == SP_BACKING_2M)
-		return unback_hugetlb(rel->u, rel->n);
+	if (is_hugetlb(units[rel->u].backing)) {
+		unback_hugetlb(rel->u, rel->n);
+		return true;
+	}
 	return sp_os->madvise((void *)unit_addr(rel->u), rel->n << UNIT_SHIFT, MADV_DONTNEED) == 0;
 }
 
@@ -810,6 +869,11 @@ struct span *pages_alloc_large(size_t size, size_t align)
 		return NULL;
 	size_t n = (size + UNIT_SIZE - 1) >> UNIT_SHIFT;
 	size_t a = align > UNIT_SIZE ? align >> UNIT_SHIFT : 1;
+	/* Under 1g, a block of 1 GiB or more starts on a 1 GiB boundary: its whole GiBs
+	 * go on 1 GiB pages, the rest on 2 MiB ones. */
+	bool giga = policy == SP_BACKING_1G && n >= GIGA_UNITS;
+	if (giga && a < GIGA_UNITS)
+		a = GIGA_UNITS;
 	pthread_mutex_lock(&plock);
 	struct span *s = span_new();
 	size_t at = s ? find_units(n, a) : SIZE_MAX;
@@ -823,17 +887,21 @@ struct span *pages_alloc_large(size_t size, size_t align)
 	bool clean = true;
 	for (size_t i = at; i < at + n; i++)
 		clean = clean && !units[i].resident;
-	enum sp_backing got = back_units(at, n);
+	size_t g = n / GIGA_UNITS * GIGA_UNITS;
+	if (!giga || !back_hugetlb(at, g, SP_BACKING_1G))
+		g = 0;
+	enum sp_backing got = g < n ? back_units(at + g, n - g) : SP_BACKING_1G;
 	for (size_t i = at; i < at + n; i++) {
 		units[i].state = U_LARGE;
-		units[i].backing = (uint8_t)got;
+		units[i].backing = (uint8_t)(i < at + g ? SP_BACKING_1G : got);
 		units[i].resident = 1;
 	}
-	count_units(got, (long)n);
+	count_units(SP_BACKING_1G, (long)g);
+	count_units(got, (long)(n - g));
 	s->kind = SPAN_LARGE;
 	s->start = unit_addr(at);
 	s->npages = n * PAGES_PER_UNIT;
-	s->clean = clean || got == SP_BACKING_2M;
+	s->clean = clean || is_hugetlb((uint8_t)got);
 	map_set(page_of(s->start), s);
 	st_large_blocks++;
 	st_large_bytes += n << UNIT_SHIFT;
@@ -852,6 +920,9 @@ bool pages_resize_large(struct span *s, size_t new_size)
 	struct release rel;
 	if (want == n)
 		return true;
+	/* A block on 1 GiB pages keeps its size: its mapping cannot be cut. */
+	if (want < n && units[u].backing == SP_BACKING_1G)
+		return true;
 	pthread_mutex_lock(&plock);
 	if (want < n) {
 		bool give_back = retire_units(u + want, n - want, &rel);
@@ -863,7 +934,7 @@ bool pages_resize_large(struct span *s, size_t new_size)
 		return true;
 	}
 	uint8_t backing = units[u].backing; /* the unit's: a forked child's are THP */
-	bool hugetlb = backing == SP_BACKING_2M;
+	bool hugetlb = is_hugetlb(backing);
 	/* Grow in place when the units after the block are free. */
 	if (!hugetlb && u + want <= max_units &&
 	    (u + want <= frontier || grow(u + want) == 0) &&
@@ -897,6 +968,7 @@ bool pages_resize_large(struct span *s, size_t new_size)
 			      MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
 			      (void *)unit_addr(at), &out);
 	if (r < 0) {
+		plain_units(at, n); /* a refused move may have unmapped them */
 		bits_set(freebits, at, want, true);
 		pthread_mutex_unlock(&plock);
 		return false;
@@ -944,13 +1016,23 @@ static size_t staged;
 static bool is_hugetlb_unit(size_t u)
 {
 	return (units[u].state == U_HEAP || units[u].state == U_LARGE) &&
-	       units[u].backing == SP_BACKING_2M;
+	       is_hugetlb(units[u].backing);
+}
+
+/* The fork advice for unit u: 2 MiB units one by one, 1 GiB pages whole (at the
+ * first unit of each; the kernel refuses to split their mapping). */
+static void fork_advice(size_t u, int advice)
+{
+	if (units[u].backing == SP_BACKING_2M)
+		sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, advice);
+	else if (u % GIGA_UNITS == 0)
+		sp_os->madvise((void *)unit_addr(u), GIGA_UNITS << UNIT_SHIFT, advice);
 }
 
 /* Under plock, before fork. */
 void pages_fork_prepare(void)
 {
-	size_t n = st_units[SP_BACKING_2M];
+	size_t n = st_units[SP_BACKING_2M] + st_units[SP_BACKING_1G];
 	void *m;
 	stage = NULL;
 	staged = 0;
@@ -962,7 +1044,7 @@ void pages_fork_prepare(void)
 		if (!is_hugetlb_unit(u))
 			continue;
 		memcpy(stage + (staged << UNIT_SHIFT), (void *)unit_addr(u), UNIT_SIZE);
-		sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, MADV_DONTFORK);
+		fork_advice(u, MADV_DONTFORK);
 		staged++;
 	}
 }
@@ -973,28 +1055,35 @@ void pages_fork_parent(void)
 		return;
 	for (size_t u = 0, k = 0; u < frontier && k < staged; u++)
 		if (is_hugetlb_unit(u)) {
-			sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, MADV_DOFORK);
+			fork_advice(u, MADV_DOFORK);
 			k++;
 		}
-	sp_os->munmap(stage, st_units[SP_BACKING_2M] << UNIT_SHIFT);
+	sp_os->munmap(stage, (st_units[SP_BACKING_2M] + st_units[SP_BACKING_1G]) << UNIT_SHIFT);
 	stage = NULL;
 }
 
-/* Puts a private THP copy of src at unit u: filled 2 MiB-aligned elsewhere (so the
- * copy faults in as one huge page) and moved over the unit's place, which is a hole
- * (MADV_DONTFORK) or, if that advice failed, the unit shared with the parent. */
-static bool unit_from_copy(size_t u, const void *src)
+/* Puts a private THP copy of src at n units from u: filled 2 MiB-aligned elsewhere
+ * (so the copy faults in as huge pages) and moved over the units' place, which is a
+ * hole (MADV_DONTFORK) or, if that advice failed, the units shared with the parent
+ * (replaced whole: a 1 GiB page's n is all of its units). */
+static bool units_from_copy(size_t u, size_t n, const void *src)
 {
-	void *m, *out;
-	if (sp_map_aligned(UNIT_SIZE, UNIT_SIZE, PROT_READ | PROT_WRITE,
+	void *m, *out, *hold;
+	size_t len = n << UNIT_SHIFT;
+	/* Hold the hole first: the copy must not be placed in it, as a move between
+	 * overlapping ranges is refused. (Where the units are still mapped, this fails
+	 * harmlessly.) */
+	sp_os->mmap((void *)unit_addr(u), len, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0, &hold);
+	if (sp_map_aligned(len, UNIT_SIZE, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, &m) < 0)
 		return false;
 	uintptr_t a = (uintptr_t)m;
-	sp_os->madvise((void *)a, UNIT_SIZE, MADV_HUGEPAGE);
-	memcpy((void *)a, src, UNIT_SIZE);
-	if (sp_os->mremap((void *)a, UNIT_SIZE, UNIT_SIZE, MREMAP_MAYMOVE | MREMAP_FIXED,
-			  (void *)unit_addr(u), &out) < 0) {
-		sp_os->munmap((void *)a, UNIT_SIZE);
+	sp_os->madvise((void *)a, len, MADV_HUGEPAGE);
+	memcpy((void *)a, src, len);
+	if (sp_os->mremap((void *)a, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)unit_addr(u),
+			  &out) < 0) {
+		sp_os->munmap((void *)a, len);
 		return false;
 	}
 	return true;
@@ -1002,23 +1091,30 @@ static bool unit_from_copy(size_t u, const void *src)
 
 void pages_fork_child(void)
 {
-	size_t total = st_units[SP_BACKING_2M], k = 0;
+	size_t total = st_units[SP_BACKING_2M] + st_units[SP_BACKING_1G], k = 0;
 	if (!total)
 		return;
-	for (size_t u = 0; u < frontier && k < total; u++) {
-		if (!is_hugetlb_unit(u))
+	for (size_t u = 0; u < frontier && k < total;) {
+		if (!is_hugetlb_unit(u)) {
+			u++;
 			continue;
+		}
+		/* A 1 GiB page's units are staged one after another and copied as one. */
+		size_t n = units[u].backing == SP_BACKING_1G ? GIGA_UNITS : 1;
 		/* Without a staging copy (it could not be mapped) the units were shared
 		 * with this child, and are copied from where they are. */
 		const void *src = stage ? stage + (k << UNIT_SHIFT) : (const void *)unit_addr(u);
-		if ((stage && k >= staged) || !unit_from_copy(u, src))
-			rt_abort("after fork, the heap's hugetlb unit at %p could not be copied "
+		if ((stage && k + n > staged) || !units_from_copy(u, n, src))
+			rt_abort("after fork, the heap's hugetlb memory at %p could not be copied "
 				 "into this process", (void *)unit_addr(u));
-		units[u].backing = SP_BACKING_THP;
-		k++;
+		for (size_t i = u; i < u + n; i++) {
+			st_units[units[i].backing]--;
+			units[i].backing = SP_BACKING_THP;
+		}
+		k += n;
+		u += n;
 	}
 	st_units[SP_BACKING_THP] += k;
-	st_units[SP_BACKING_2M] -= k;
 	if (stage)
 		sp_os->munmap(stage, total << UNIT_SHIFT);
 	stage = NULL;

@@ -50,7 +50,8 @@ test_version() {
 test_help() {
 	local args why=''
 	for args in "--help" "-h" "help" "help pool" "status --help" "pool --help" "pool -h" \
-		"stat --help" "version --help" "stat --json --help" "pool --size 1G --help"; do
+		"stat --help" "version --help" "stat --json --help" "pool --size 1G --help" \
+		"bench --help" "help bench" "bench --quick --help"; do
 		# shellcheck disable=SC2086
 		sp $args
 		if [ "$rc" != 0 ]; then
@@ -68,7 +69,9 @@ test_help() {
 	fi
 	if [ -z "$why" ]; then
 		sp --help
-		! grep -qE '^ +bench\b' "$tmp/out" || why="--help lists commands not in this build"
+		for c in status pool stat run bench version; do
+			grep -qE "^ +$c\b" "$tmp/out" || why="--help does not list $c"
+		done
 	fi
 	if [ -n "$why" ]; then fail help "$why"; else pass help; fi
 }

@@ -1,0 +1,78 @@
+/* bench.h - superpage bench's results and what reads and writes them: the kernels'
+ * result lines in, the table, JSON, CSV and SVG out. */
+#ifndef SP_CLI_BENCH_H
+#define SP_CLI_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define BENCH_MAX_REPEAT 50
+#define BENCH_NAME_LEN 48
+
+/* One result line of a kernel ("result name=... size=... seconds=... metric=... unit=...
+ * check=ok|FAIL") or its memory line ("memory data_bytes=... thp_bytes=..."). */
+struct bench_line {
+	char name[BENCH_NAME_LEN];
+	char unit[16];
+	uint64_t size;
+	double seconds, metric;
+	bool ok;
+};
+struct bench_memory {
+	uint64_t data, thp, tlb2m, tlb1g; /* bytes */
+	uint64_t largest;                 /* the largest array, 0 if not said */
+};
+/* 1 and *out set if line is a result line, 0 if it is some other line, -1 if it starts
+ * like one but is malformed. */
+int bench_parse_result(const char *line, struct bench_line *out);
+/* 1 if line is a memory line (and *out set), 0 if not, -1 if malformed. */
+int bench_parse_memory(const char *line, struct bench_memory *out);
+
+/* The median of n values (the mean of the middle two for even n); v is sorted. */
+double bench_median(double *v, int n);
+
+/* One (case, size, backing): every round's figures and what the runs got. */
+struct bench_row {
+	char name[BENCH_NAME_LEN];  /* the kernel's case: "gups", "mem2/brk-stride" */
+	char size[24];              /* as the kernel printed it */
+	char backing[24];           /* "4k", "auto", "2m", "ideal-2m", "mimalloc", ... */
+	char unit[16];
+	double runs_s[BENCH_MAX_REPEAT];
+	double metric[BENCH_MAX_REPEAT];
+	int n;                      /* rounds that produced a figure */
+	double coverage;            /* smallest share of the data on huge pages over the runs */
+	double cov_wanted;          /* smallest share on the pages the backing asked for */
+	uint64_t minflt;            /* median minor faults of the process */
+	bool check_failed;          /* a run's own check failed */
+	bool valid;                 /* every run got the backing it asked for */
+	char why[96];               /* why not valid, or why there is no figure */
+	/* filled by bench_finish: */
+	double median_s, best_s, median_metric, best_metric, speedup; /* speedup 0: none */
+	bool higher_is_better;      /* from the unit: MB/s yes, ns/load no */
+};
+
+struct bench_machine {
+	char cpu[64], kernel[128];
+	unsigned cpus;
+	uint64_t l1d, l2, l3;
+	unsigned dtlb_4k, dtlb_2m, dtlb_1g, stlb_4k, stlb_2m, stlb_1g;
+	char thp_enabled[16], thp_defrag[16];
+	long pool_2m_total, pool_2m_free, pool_1g_total, pool_1g_free; /* -1: none */
+	char date[32];
+	bool quick;
+	int repeat;
+};
+
+/* Medians, bests, and speedups against the "4k" row of the same case and size. */
+void bench_finish(struct bench_row *rows, int n);
+
+void bench_write_table(FILE *f, const struct bench_machine *m, const struct bench_row *rows,
+		       int n, const char *const *backings, int nb);
+void bench_write_json(FILE *f, const struct bench_machine *m, const struct bench_row *rows,
+		      int n);
+void bench_write_csv(FILE *f, const struct bench_row *rows, int n);
+void bench_write_svg(FILE *f, const struct bench_machine *m, const struct bench_row *rows,
+		     int n, const char *const *backings, int nb);
+
+#endif

@@ -1,0 +1,1374 @@
+/* benchout.c - superpage bench's results in and out: the kernels' result and memory
+ * lines read, rounds reduced to medians and speedups, and the table, JSON, CSV and SVG
+ * written from them. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "superpage.h"
+#include "bench.h"
+#include "json.h"
+
+/* ---------- reading the kernels' lines ---------- */
+
+/* A plain decimal uint64 of exactly len bytes: no sign, no blanks, no overflow. */
+static int parse_u64(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (len == 0)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+
+		if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+/* A finite decimal number of exactly len bytes, as printf's %f, %g or %e writes one.
+ * strtod alone would also take "nan", "inf", hex and leading blanks. */
+static int parse_double(const char *s, size_t len, double *out)
+{
+	char buf[64], *end;
+	double v;
+
+	if (len == 0 || len >= sizeof buf || !((s[0] >= '0' && s[0] <= '9') || s[0] == '-'))
+		return -1;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == 'e' || s[i] == 'E' ||
+		      s[i] == '+' || s[i] == '-'))
+			return -1;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	v = strtod(buf, &end);
+	if (end != buf + len || !isfinite(v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* A name or unit: 1 to max-1 printable bytes without blanks. */
+static int parse_word(const char *s, size_t len, char *out, size_t max)
+{
+	if (len == 0 || len >= max)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c <= ' ' || c == 0x7f)
+			return -1;
+	}
+	memcpy(out, s, len);
+	out[len] = 0;
+	return 0;
+}
+
+/* Takes " KEY=" (or "KEY=" for the first field) at *p and gives the value, which runs
+ * to the next blank or the end; *p moves past it. Exactly one space between fields. */
+static int next_field(const char **p, const char *key, const char **val, size_t *len)
+{
+	size_t k = strlen(key);
+	const char *s = *p;
+
+	if (*s != ' ')
+		return -1;
+	s++;
+	if (strncmp(s, key, k) || s[k] != '=')
+		return -1;
+	*val = s + k + 1;
+	*len = strcspn(*val, " \t\r\n");
+	*p = *val + *len;
+	return 0;
+}
+
+/* The end of a line as fgets leaves it: nothing, "\n" or "\r\n". */
+static bool at_line_end(const char *p)
+{
+	if (*p == '\r')
+		p++;
+	if (*p == '\n')
+		p++;
+	return *p == 0;
+}
+
+/* True if line starts with word followed by a blank or its end: the line claims to be
+ * of that kind, and anything wrong after the word makes it malformed. */
+static bool starts_with_word(const char *line, const char *word)
+{
+	size_t k = strlen(word);
+
+	return !strncmp(line, word, k) &&
+	       (line[k] == 0 || line[k] == ' ' || line[k] == '\t' || line[k] == '\r' || line[k] == '\n');
+}
+
+int bench_parse_result(const char *line, struct bench_line *out)
+{
+	struct bench_line r;
+	const char *p, *v;
+	size_t len;
+
+	if (!line || !starts_with_word(line, "result"))
+		return 0;
+	memset(&r, 0, sizeof r);
+	p = line + strlen("result");
+	if (next_field(&p, "name", &v, &len) || parse_word(v, len, r.name, sizeof r.name) ||
+	    next_field(&p, "size", &v, &len) || parse_u64(v, len, &r.size) ||
+	    next_field(&p, "seconds", &v, &len) || parse_double(v, len, &r.seconds) ||
+	    r.seconds < 0 || next_field(&p, "metric", &v, &len) ||
+	    parse_double(v, len, &r.metric) || next_field(&p, "unit", &v, &len) ||
+	    parse_word(v, len, r.unit, sizeof r.unit) || next_field(&p, "check", &v, &len))
+		return -1;
+	if (len == 2 && !strncmp(v, "ok", 2))
+		r.ok = true;
+	else if (len == 4 && !strncmp(v, "FAIL", 4))
+		r.ok = false;
+	else
+		return -1;
+	if (!at_line_end(p))
+		return -1;
+	if (out)
+		*out = r;
+	return 1;
+}
+
+int bench_parse_memory(const char *line, struct bench_memory *out)
+{
+	struct bench_memory m;
+	const char *p, *v;
+	size_t len;
+
+	if (!line || !starts_with_word(line, "memory"))
+		return 0;
+	p = line + strlen("memory");
+	/* "memory unknown=ERRNO": the kernel could not read its smaps. That is no figure,
+	 * which the caller sees as no memory line, not a broken kernel. */
+	if (!next_field(&p, "unknown", &v, &len) && !parse_u64(v, len, &m.data) && at_line_end(p))
+		return 0;
+	p = line + strlen("memory");
+	if (next_field(&p, "data_bytes", &v, &len) || parse_u64(v, len, &m.data) ||
+	    next_field(&p, "thp_bytes", &v, &len) || parse_u64(v, len, &m.thp) ||
+	    next_field(&p, "hugetlb_2m_bytes", &v, &len) || parse_u64(v, len, &m.tlb2m) ||
+	    next_field(&p, "hugetlb_1g_bytes", &v, &len) || parse_u64(v, len, &m.tlb1g))
+		return -1;
+	m.largest = 0; /* optional: the largest array the kernel has */
+	if (!at_line_end(p) &&
+	    (next_field(&p, "largest_bytes", &v, &len) || parse_u64(v, len, &m.largest) ||
+	     !at_line_end(p)))
+		return -1;
+	if (out)
+		*out = m;
+	return 1;
+}
+
+/* ---------- medians, bests, speedups ---------- */
+
+double bench_median(double *v, int n)
+{
+	if (!v || n <= 0)
+		return NAN;
+	for (int i = 1; i < n; i++) {
+		double x = v[i];
+		int j = i;
+
+		for (; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A time per thing ("s", "ns/load", "ms/iter", "cycles/op"): less is better. Rates
+ * (MB/s, MFLOPS, MUP/s, ops/s) are the rest. */
+static bool unit_is_time(const char *unit)
+{
+	static const char *const times[] = { "s", "ms", "us", "ns", "cycles" };
+
+	for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+		size_t k = strlen(times[i]);
+
+		if (!strncmp(unit, times[i], k) && (unit[k] == 0 || unit[k] == '/'))
+			return true;
+	}
+	return false;
+}
+
+static int rounds(const struct bench_row *r)
+{
+	return r->n < 0 ? 0 : r->n > BENCH_MAX_REPEAT ? BENCH_MAX_REPEAT : r->n;
+}
+
+static bool is_4k(const struct bench_row *r)
+{
+	return !strcmp(r->backing, "4k");
+}
+
+static bool same_case(const struct bench_row *a, const struct bench_row *b)
+{
+	return !strcmp(a->name, b->name) && !strcmp(a->size, b->size);
+}
+
+/* The row of this case and size run on backing, or NULL. */
+static const struct bench_row *find_row(const struct bench_row *rows, int n,
+					const struct bench_row *like, const char *backing)
+{
+	for (int i = 0; i < n; i++)
+		if (same_case(&rows[i], like) && !strcmp(rows[i].backing, backing))
+			return &rows[i];
+	return NULL;
+}
+
+void bench_finish(struct bench_row *rows, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct bench_row *r = &rows[i];
+		double t[BENCH_MAX_REPEAT];
+		int k = rounds(r);
+
+		r->higher_is_better = !unit_is_time(r->unit);
+		r->speedup = 0;
+		if (k == 0) {
+			r->median_s = r->best_s = r->median_metric = r->best_metric = NAN;
+			continue;
+		}
+		/* Copies: the rounds stay in the order they ran, times paired with metrics. */
+		memcpy(t, r->runs_s, (size_t)k * sizeof t[0]);
+		r->median_s = bench_median(t, k);
+		r->best_s = t[0];
+		memcpy(t, r->metric, (size_t)k * sizeof t[0]);
+		r->median_metric = bench_median(t, k);
+		r->best_metric = r->higher_is_better ? t[k - 1] : t[0];
+	}
+	/* Every case runs the same work under each backing, so time is the common measure,
+	 * whatever the kernel's own metric. */
+	for (int i = 0; i < n; i++) {
+		struct bench_row *r = &rows[i];
+		const struct bench_row *base = is_4k(r) ? r : find_row(rows, n, r, "4k");
+
+		if (rounds(r) == 0 || !(r->median_s > 0) || !isfinite(r->median_s))
+			continue;
+		if (base == r)
+			r->speedup = 1.0;
+		else if (base && rounds(base) > 0 && base->valid && base->median_s > 0 &&
+			 isfinite(base->median_s))
+			r->speedup = base->median_s / r->median_s;
+	}
+}
+
+/* ---------- shared by the writers ---------- */
+
+/* The backings to show: the caller's list, or else every backing of the rows in the
+ * order they first appear. Returns the count (-1 if out of memory); free *out. */
+static int backing_list(const struct bench_row *rows, int n, const char *const *backings,
+			int nb, const char ***out)
+{
+	const char **list;
+	int k = 0;
+
+	if (backings && nb > 0) {
+		list = malloc((size_t)nb * sizeof *list);
+		if (!list)
+			return -1;
+		for (int i = 0; i < nb; i++)
+			list[i] = backings[i];
+		*out = list;
+		return nb;
+	}
+	list = malloc((size_t)(n > 0 ? n : 1) * sizeof *list);
+	if (!list)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		int j = 0;
+
+		while (j < k && strcmp(list[j], rows[i].backing))
+			j++;
+		if (j == k)
+			list[k++] = rows[i].backing;
+	}
+	*out = list;
+	return k;
+}
+
+/* The first row of each (case, size), in the order rows first appear: the table's lines
+ * and the chart's groups. Returns the count (-1 if out of memory); free *out. */
+static int case_list(const struct bench_row *rows, int n, int **out)
+{
+	int *first = malloc((size_t)(n > 0 ? n : 1) * sizeof *first);
+	int k = 0;
+
+	if (!first)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		int j = 0;
+
+		while (j < k && !same_case(&rows[first[j]], &rows[i]))
+			j++;
+		if (j == k)
+			first[k++] = i;
+	}
+	*out = first;
+	return k;
+}
+
+/* "8 MiB", "1 GiB", "1.25 MiB", "512 B": amounts of memory. */
+static const char *fmt_bytes(uint64_t b, char *buf, size_t len)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
+	int u = -1;
+	double v = (double)b;
+
+	if (b < 1024) {
+		snprintf(buf, len, "%llu B", (unsigned long long)b);
+		return buf;
+	}
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (v == floor(v))
+		snprintf(buf, len, "%.0f %s", v, unit[u]);
+	else
+		snprintf(buf, len, "%.3g %s", v, unit[u]);
+	return buf;
+}
+
+/* The size as a reader wants it: bytes of a MiB and more as "8M", "1G"; everything
+ * else (matrix orders, points) as the kernel printed it. */
+static const char *fmt_size(const char *size, char *buf, size_t len)
+{
+	uint64_t v;
+
+	if (!parse_u64(size, strlen(size), &v) && v >= (1u << 20) && v % 1024 == 0)
+		return sp_format_size(v, buf, len);
+	snprintf(buf, len, "%s", size);
+	return buf;
+}
+
+/* A kernel's own figure with about four significant digits: "412.3", "12345", "1.23". */
+static const char *fmt_metric(double v, char *buf, size_t len)
+{
+	double a = fabs(v);
+
+	if (!isfinite(v))
+		snprintf(buf, len, "?");
+	else if (a >= 10000)
+		snprintf(buf, len, "%.0f", v);
+	else if (a >= 100)
+		snprintf(buf, len, "%.1f", v);
+	else if (a >= 1)
+		snprintf(buf, len, "%.2f", v);
+	else
+		snprintf(buf, len, "%.3g", v);
+	return buf;
+}
+
+static const char *fmt_speedup(double s, char *buf, size_t len)
+{
+	if (!(s > 0) || !isfinite(s))
+		snprintf(buf, len, "n/a");
+	else if (s >= 100)
+		snprintf(buf, len, "%.0fx", s);
+	else if (s >= 10)
+		snprintf(buf, len, "%.1fx", s);
+	else
+		snprintf(buf, len, "%.2fx", s);
+	return buf;
+}
+
+/* "100%", " 45%", "   ?": the share of the data on huge pages. */
+static const char *fmt_coverage(double c, char *buf, size_t len)
+{
+	if (!(c >= 0) || !isfinite(c))
+		snprintf(buf, len, "%4s", "?");
+	else
+		snprintf(buf, len, "%3.0f%%", 100 * (c > 1 ? 1 : c));
+	return buf;
+}
+
+/* Why the row has no figure for its backing, in a few words. */
+static const char *row_why(const struct bench_row *r)
+{
+	if (r->why[0])
+		return r->why;
+	if (r->check_failed)
+		return "the kernel's check of its answer failed";
+	if (!r->valid)
+		return "did not get the backing it asked for";
+	return "no round produced a figure";
+}
+
+static const struct bench_machine *machine_or_blank(const struct bench_machine *m)
+{
+	static const struct bench_machine blank = { .pool_2m_total = -1, .pool_2m_free = -1,
+						    .pool_1g_total = -1, .pool_1g_free = -1 };
+
+	return m ? m : &blank;
+}
+
+/* ---------- the text table ---------- */
+
+/* One output line, built up and written with its trailing blanks cut. */
+struct line {
+	char s[4096];
+	size_t len;
+};
+
+static void line_add(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line_add(struct line *l, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (l->len >= sizeof l->s - 1)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(l->s + l->len, sizeof l->s - l->len, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		l->len += (size_t)k < sizeof l->s - l->len ? (size_t)k : sizeof l->s - l->len - 1;
+}
+
+static void line_put(FILE *f, struct line *l)
+{
+	while (l->len > 0 && l->s[l->len - 1] == ' ')
+		l->len--;
+	l->s[l->len] = 0;
+	fprintf(f, "%s\n", l->s);
+	l->len = 0;
+}
+
+/* "2048 x 4K = 8 MiB reach, 2048 x 2M = 4 GiB": what a TLB level covers. */
+static void tlb_line(FILE *f, const char *label, unsigned e4k, unsigned e2m, unsigned e1g)
+{
+	static const char *const page[] = { "4K", "2M", "1G" };
+	const uint64_t bytes[] = { 4096, 2ull << 20, 1ull << 30 };
+	const unsigned entries[] = { e4k, e2m, e1g };
+	struct line l = { .len = 0 };
+	int shown = 0;
+
+	line_add(&l, "%-10s", label);
+	for (int i = 0; i < 3; i++) {
+		char b[32];
+
+		if (!entries[i])
+			continue;
+		line_add(&l, "%s%u x %s = %s%s", shown ? ", " : "", entries[i], page[i],
+			 fmt_bytes(entries[i] * bytes[i], b, sizeof b), shown ? "" : " reach");
+		shown++;
+	}
+	if (!shown)
+		line_add(&l, "unknown");
+	line_put(f, &l);
+}
+
+static void pool_text(struct line *l, const char *size, long total, long avail)
+{
+	if (total < 0)
+		line_add(l, "%s: none", size);
+	else
+		line_add(l, "%s: %ld %s (%ld free)", size, total, total == 1 ? "page" : "pages",
+			 avail < 0 ? 0 : avail);
+}
+
+static void write_machine_text(FILE *f, const struct bench_machine *m)
+{
+	struct line l = { .len = 0 };
+	char a[32];
+
+	line_add(&l, "superpage bench");
+	if (m->date[0])
+		line_add(&l, ", %s", m->date);
+	line_put(f, &l);
+	line_add(&l, "%-10s%s", "cpu", m->cpu[0] ? m->cpu : "unknown");
+	if (m->cpus)
+		line_add(&l, " (%u %s)", m->cpus, m->cpus == 1 ? "cpu" : "cpus");
+	line_put(f, &l);
+	if (m->l1d || m->l2 || m->l3) {
+		/* Only the levels the machine told of: some have no L3. */
+		line_add(&l, "%-10s", "caches");
+		if (m->l1d)
+			line_add(&l, "L1d %s", fmt_bytes(m->l1d, a, sizeof a));
+		if (m->l2)
+			line_add(&l, "%sL2 %s", m->l1d ? ", " : "", fmt_bytes(m->l2, a, sizeof a));
+		if (m->l3)
+			line_add(&l, "%sL3 %s", m->l1d || m->l2 ? ", " : "", fmt_bytes(m->l3, a, sizeof a));
+		line_put(f, &l);
+	}
+	tlb_line(f, "L1 dTLB", m->dtlb_4k, m->dtlb_2m, m->dtlb_1g);
+	tlb_line(f, "L2 TLB", m->stlb_4k, m->stlb_2m, m->stlb_1g);
+	line_add(&l, "%-10s%s", "kernel", m->kernel[0] ? m->kernel : "unknown");
+	line_put(f, &l);
+	line_add(&l, "%-10senabled %s, defrag %s", "THP", m->thp_enabled[0] ? m->thp_enabled : "?",
+		 m->thp_defrag[0] ? m->thp_defrag : "?");
+	line_put(f, &l);
+	line_add(&l, "%-10s", "pools");
+	pool_text(&l, "2M", m->pool_2m_total, m->pool_2m_free);
+	line_add(&l, ", ");
+	pool_text(&l, "1G", m->pool_1g_total, m->pool_1g_free);
+	line_put(f, &l);
+	line_add(&l, "%-10s%d per backing, %s run", "rounds", m->repeat, m->quick ? "quick" : "full");
+	line_put(f, &l);
+}
+
+#define CELL 32
+
+/* The table's cell for one row: its figure, or why there is none. */
+static void table_cell(const struct bench_row *r, char *cell)
+{
+	char s[CELL - 1], sp[12], cov[8];
+
+	if (!r) {
+		snprintf(cell, CELL, "-- ");
+		return;
+	}
+	if (rounds(r) == 0) {
+		snprintf(cell, CELL, "skip ");
+		return;
+	}
+	if (r->check_failed)
+		snprintf(s, sizeof s, "FAIL");
+	else if (is_4k(r))
+		fmt_metric(r->median_metric, s, sizeof s);
+	else
+		snprintf(s, sizeof s, "%s %s", fmt_speedup(r->speedup, sp, sizeof sp),
+			 fmt_coverage(r->coverage, cov, sizeof cov));
+	/* A place for the mark on every cell keeps the figures in line. */
+	snprintf(cell, CELL, "%s%c", s, r->valid ? ' ' : '!');
+}
+
+void bench_write_table(FILE *f, const struct bench_machine *m, const struct bench_row *rows,
+		       int n, const char *const *backings, int nb)
+{
+	const char **back = NULL;
+	int *first = NULL, ng, wcase = 4, wsize = 4, wunit = 4, *wcol = NULL, notes = 0;
+	char (*cells)[CELL] = NULL;
+	struct line l = { .len = 0 };
+
+	write_machine_text(f, machine_or_blank(m));
+	fputc('\n', f);
+	nb = backing_list(rows, n, backings, nb, &back);
+	ng = nb < 0 ? -1 : case_list(rows, n, &first);
+	if (ng >= 0) {
+		cells = calloc((size_t)(ng > 0 ? ng : 1) * (size_t)(nb > 0 ? nb : 1), sizeof *cells);
+		wcol = calloc((size_t)(nb > 0 ? nb : 1), sizeof *wcol);
+	}
+	if (nb < 0 || ng < 0 || !cells || !wcol) {
+		fprintf(f, "(no table: out of memory)\n");
+		goto out;
+	}
+	if (ng == 0) {
+		fprintf(f, "(no results)\n");
+		goto out;
+	}
+	for (int b = 0; b < nb; b++)
+		wcol[b] = (int)strlen(back[b]) + 1;
+	for (int g = 0; g < ng; g++) {
+		const struct bench_row *r = &rows[first[g]];
+		char sz[32];
+		int k;
+
+		k = (int)strlen(r->name);
+		wcase = k > wcase ? k : wcase;
+		k = (int)strlen(fmt_size(r->size, sz, sizeof sz));
+		wsize = k > wsize ? k : wsize;
+		k = (int)strlen(r->unit);
+		wunit = k > wunit ? k : wunit;
+		for (int b = 0; b < nb; b++) {
+			char *cell = cells[g * nb + b];
+
+			table_cell(find_row(rows, n, r, back[b]), cell);
+			k = (int)strlen(cell);
+			wcol[b] = k > wcol[b] ? k : wcol[b];
+		}
+	}
+
+	line_add(&l, "%-*s  %*s  %-*s", wcase, "case", wsize, "size", wunit, "unit");
+	for (int b = 0; b < nb; b++)
+		line_add(&l, "  %*s ", wcol[b] - 1, back[b]);
+	line_put(f, &l);
+	for (size_t i = 0, w = (size_t)(wcase + wsize + wunit + 4); i < w; i++)
+		line_add(&l, "-");
+	for (int b = 0; b < nb; b++)
+		for (int i = 0; i < wcol[b] + 2; i++)
+			line_add(&l, "-");
+	line_put(f, &l);
+	for (int g = 0; g < ng; g++) {
+		const struct bench_row *r = &rows[first[g]];
+		char sz[32];
+
+		line_add(&l, "%-*s  %*s  %-*s", wcase, r->name, wsize, fmt_size(r->size, sz, sizeof sz),
+			 wunit, r->unit);
+		for (int b = 0; b < nb; b++)
+			line_add(&l, "  %*s", wcol[b], cells[g * nb + b]);
+		line_put(f, &l);
+	}
+
+	fputs("\n"
+	      "size     what the kernel was given: bytes of data (8M, 1G), or a matrix order,\n"
+	      "         a number of points, ... (the kernel's --size)\n"
+	      "4k       the kernel's own figure on base pages, the median over the rounds,\n"
+	      "         in the unit shown\n"
+	      "others   speedup, then coverage:\n"
+	      "         speedup = median time on 4k / median time on that backing (1.52x: the\n"
+	      "         same work took 1/1.52 of the time; below 1.00x it was slower)\n"
+	      "         coverage = share of the kernel's data on huge pages, the smallest over\n"
+	      "         the rounds\n"
+	      "!        the run did not get the backing it asked for: no result for that\n"
+	      "         backing (see notes)\n"
+	      "FAIL     the kernel's check of its own answer failed\n"
+	      "skip     the backing was not run (see notes)\n"
+	      "--       no run for that backing\n"
+	      "n/a      no valid 4k time of that case to compare with\n",
+	      f);
+	for (int i = 0; i < n; i++) {
+		const struct bench_row *r = &rows[i];
+		char sz[32];
+
+		if (r->valid && rounds(r) > 0 && !r->check_failed)
+			continue;
+		if (!notes++)
+			fputs("\nnotes:\n", f);
+		fprintf(f, "  %s %s %s: %s\n", r->name, fmt_size(r->size, sz, sizeof sz), r->backing,
+			row_why(r));
+	}
+out:
+	free(cells);
+	free(wcol);
+	free(first);
+	free(back);
+}
+
+/* ---------- JSON ---------- */
+
+static void json_limit(struct json *j, const char *key, long v)
+{
+	json_key(j, key);
+	if (v < 0)
+		json_null(j);
+	else
+		json_int(j, v);
+}
+
+static void json_tlb(struct json *j, const char *key, unsigned e4k, unsigned e2m, unsigned e1g)
+{
+	json_key(j, key);
+	json_object_begin(j);
+	json_key(j, "4k");
+	json_uint(j, e4k);
+	json_key(j, "2m");
+	json_uint(j, e2m);
+	json_key(j, "1g");
+	json_uint(j, e1g);
+	json_object_end(j);
+}
+
+static void json_machine(struct json *j, const struct bench_machine *m)
+{
+	json_key(j, "machine");
+	json_object_begin(j);
+	json_key(j, "cpu");
+	json_string(j, m->cpu);
+	json_key(j, "cpus");
+	json_uint(j, m->cpus);
+	json_key(j, "kernel");
+	json_string(j, m->kernel);
+	json_key(j, "l1d");
+	json_uint(j, m->l1d);
+	json_key(j, "l2");
+	json_uint(j, m->l2);
+	json_key(j, "l3");
+	json_uint(j, m->l3);
+	/* Entries per page size: dtlb is the first-level data TLB, stlb the second level. */
+	json_key(j, "tlb");
+	json_object_begin(j);
+	json_tlb(j, "dtlb", m->dtlb_4k, m->dtlb_2m, m->dtlb_1g);
+	json_tlb(j, "stlb", m->stlb_4k, m->stlb_2m, m->stlb_1g);
+	json_object_end(j);
+	json_key(j, "thp_enabled");
+	json_string(j, m->thp_enabled);
+	json_key(j, "thp_defrag");
+	json_string(j, m->thp_defrag);
+	json_limit(j, "pool_2m_total", m->pool_2m_total);
+	json_limit(j, "pool_2m_free", m->pool_2m_free);
+	json_limit(j, "pool_1g_total", m->pool_1g_total);
+	json_limit(j, "pool_1g_free", m->pool_1g_free);
+	json_key(j, "date");
+	json_string(j, m->date);
+	json_key(j, "quick");
+	json_bool(j, m->quick);
+	json_key(j, "repeat");
+	json_int(j, m->repeat);
+	json_object_end(j);
+}
+
+static void json_row(struct json *j, const struct bench_row *r)
+{
+	uint64_t size;
+	int k = rounds(r);
+
+	json_object_begin(j);
+	json_key(j, "kernel");
+	json_string(j, r->name);
+	/* A number, as kernels print it; a string only if some kernel printed another form. */
+	json_key(j, "size");
+	if (!parse_u64(r->size, strlen(r->size), &size))
+		json_uint(j, size);
+	else
+		json_string(j, r->size);
+	json_key(j, "backing");
+	json_string(j, r->backing);
+	json_key(j, "rounds");
+	json_int(j, k);
+	json_key(j, "runs_s");
+	json_array_begin(j);
+	for (int i = 0; i < k; i++)
+		json_double(j, r->runs_s[i]);
+	json_array_end(j);
+	json_key(j, "median_s");
+	json_double(j, k ? r->median_s : NAN);
+	json_key(j, "best_s");
+	json_double(j, k ? r->best_s : NAN);
+	json_key(j, "metric");
+	json_double(j, k ? r->median_metric : NAN);
+	json_key(j, "best_metric");
+	json_double(j, k ? r->best_metric : NAN);
+	json_key(j, "metrics");
+	json_array_begin(j);
+	for (int i = 0; i < k; i++)
+		json_double(j, r->metric[i]);
+	json_array_end(j);
+	json_key(j, "unit");
+	json_string(j, r->unit);
+	json_key(j, "higher_is_better");
+	json_bool(j, r->higher_is_better);
+	json_key(j, "coverage");
+	json_double(j, r->coverage);
+	json_key(j, "coverage_wanted");
+	json_double(j, r->cov_wanted);
+	json_key(j, "minflt");
+	json_uint(j, r->minflt);
+	json_key(j, "speedup_vs_4k");
+	if (r->speedup > 0)
+		json_double(j, r->speedup);
+	else
+		json_null(j);
+	json_key(j, "valid");
+	json_bool(j, r->valid);
+	json_key(j, "check");
+	json_string(j, r->check_failed ? "FAIL" : "ok");
+	if (r->why[0]) {
+		json_key(j, "why");
+		json_string(j, r->why);
+	}
+	json_object_end(j);
+}
+
+void bench_write_json(FILE *f, const struct bench_machine *m, const struct bench_row *rows,
+		      int n)
+{
+	struct json j;
+
+	json_init(&j, f);
+	json_object_begin(&j);
+	json_machine(&j, machine_or_blank(m));
+	json_key(&j, "results");
+	json_array_begin(&j);
+	for (int i = 0; i < n; i++)
+		json_row(&j, &rows[i]);
+	json_array_end(&j);
+	json_object_end(&j);
+	json_end(&j);
+}
+
+/* ---------- CSV ---------- */
+
+/* A field, quoted (quotes doubled) when it holds a comma, a quote or a line break. */
+static void csv_field(FILE *f, const char *s)
+{
+	if (!s[strcspn(s, ",\"\r\n")]) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* A number, or an empty field when there is none. */
+static void csv_double(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%.9g", v);
+}
+
+void bench_write_csv(FILE *f, const struct bench_row *rows, int n)
+{
+	fputs("kernel,size,backing,unit,rounds,median_s,best_s,metric,best_metric,coverage,"
+	      "coverage_wanted,minflt,speedup_vs_4k,valid,check,why\n",
+	      f);
+	for (int i = 0; i < n; i++) {
+		const struct bench_row *r = &rows[i];
+		int k = rounds(r);
+
+		csv_field(f, r->name);
+		fputc(',', f);
+		csv_field(f, r->size);
+		fputc(',', f);
+		csv_field(f, r->backing);
+		fputc(',', f);
+		csv_field(f, r->unit);
+		fprintf(f, ",%d,", k);
+		csv_double(f, k ? r->median_s : NAN);
+		fputc(',', f);
+		csv_double(f, k ? r->best_s : NAN);
+		fputc(',', f);
+		csv_double(f, k ? r->median_metric : NAN);
+		fputc(',', f);
+		csv_double(f, k ? r->best_metric : NAN);
+		fputc(',', f);
+		csv_double(f, r->coverage);
+		fputc(',', f);
+		csv_double(f, r->cov_wanted);
+		fprintf(f, ",%llu,", (unsigned long long)r->minflt);
+		csv_double(f, r->speedup > 0 ? r->speedup : NAN);
+		fprintf(f, ",%s,%s,", r->valid ? "true" : "false", r->check_failed ? "FAIL" : "ok");
+		csv_field(f, r->why);
+		fputc('\n', f);
+	}
+}
+
+/* ---------- SVG ---------- */
+
+/* Length of the valid UTF-8 sequence at s, or 0 if there is none. */
+static int utf8_seq(const unsigned char *s)
+{
+	int k;
+	unsigned cp, min;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		k = 2, min = 0x80;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		k = 3, min = 0x800;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		k = 4, min = 0x10000;
+	else
+		return 0;
+	cp = s[0] & (0x7fu >> k);
+	for (int i = 1; i < k; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	return cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ? 0 : k;
+}
+
+/* Text for XML content or a quoted attribute: markup escaped, and control characters
+ * and bytes that are not UTF-8 (which XML cannot hold) shown as '?'. */
+static void xml_text(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	while (*s) {
+		int k;
+
+		switch (*s) {
+		case '&': fputs("&amp;", f); s++; continue;
+		case '<': fputs("&lt;", f); s++; continue;
+		case '>': fputs("&gt;", f); s++; continue;
+		case '"': fputs("&quot;", f); s++; continue;
+		case '\'': fputs("&#39;", f); s++; continue;
+		}
+		k = *s < 0x20 || *s == 0x7f ? 0 : utf8_seq(s);
+		if (k == 0) {
+			fputc('?', f);
+			s++;
+			continue;
+		}
+		fwrite(s, 1, (size_t)k, f);
+		s += k;
+	}
+}
+
+/* Tableau's ten colours: distinct side by side, and none of them the 4k grey. */
+static const char *const palette[] = { "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
+				       "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac" };
+#define PALETTE_N ((int)(sizeof palette / sizeof palette[0]))
+#define BASE_COLOUR "#555555"
+
+#define FONT_W 6.2 /* the width of an average character at 11px, for layout */
+#define LABEL_MAX 26
+
+/* A round step for about `want` ticks up to top: 1, 2, 2.5 or 5 times a power of ten. */
+static double tick_step(double top, int want)
+{
+	double raw = top / want, p = pow(10, floor(log10(raw))), m = raw / p;
+
+	return p * (m <= 1 ? 1 : m <= 2 ? 2 : m <= 2.5 ? 2.5 : m <= 5 ? 5 : 10);
+}
+
+/* "gups 1G": the name cut with ".." when the label would pass LABEL_MAX characters,
+ * so the size always shows. */
+static const char *group_label(const struct bench_row *r, char *buf, size_t len)
+{
+	char sz[32];
+	int keep;
+
+	fmt_size(r->size, sz, sizeof sz);
+	keep = LABEL_MAX - 1 - (int)strlen(sz);
+	if ((int)strlen(r->name) <= keep || keep < 4)
+		snprintf(buf, len, "%s %s", r->name, sz);
+	else
+		snprintf(buf, len, "%.*s.. %s", keep - 2, r->name, sz);
+	return buf;
+}
+
+/* Where each chart goes, worked out before anything is drawn. */
+struct svg_layout {
+	int nbars;        /* backings drawn as bars: all but 4k */
+	double width, height;
+	double left, top, plot_w, plot_h, group_w, bar_w, label_h;
+	double ymax, ystep;
+	double line_top; /* the tlbreach chart, 0 when there is none */
+};
+
+static const char *colour_of(const char *const *back, int nb, const char *backing)
+{
+	int c = 0;
+
+	if (!strcmp(backing, "4k"))
+		return BASE_COLOUR;
+	for (int b = 0; b < nb; b++) {
+		if (!strcmp(back[b], backing))
+			return palette[c % PALETTE_N];
+		if (strcmp(back[b], "4k"))
+			c++;
+	}
+	return palette[PALETTE_N - 1];
+}
+
+static bool bar_drawn(const struct bench_row *r)
+{
+	return r && rounds(r) > 0 && !r->check_failed && r->speedup > 0 && isfinite(r->speedup);
+}
+
+static void svg_legend_item(FILE *f, double *x, double y, const char *fill, const char *stroke,
+			    const char *text)
+{
+	fprintf(f, "<rect class=\"key\" x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\" "
+		   "stroke=\"%s\"/>",
+		*x, y - 10, fill, stroke);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", *x + 17, y);
+	xml_text(f, text);
+	fputs("</text>\n", f);
+	*x += 17 + FONT_W * (double)strlen(text) + 16;
+}
+
+static void svg_header(FILE *f, const struct bench_machine *m, const struct svg_layout *L,
+		       const char *const *back, int nb)
+{
+	int c = 0;
+
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+		   "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"11\">\n",
+		L->width, L->height, L->width, L->height);
+	fputs("<title>superpage bench</title>\n<defs>\n", f);
+	/* Hatching for a bar whose run did not get its backing: its colour, faded. */
+	for (int b = 0; b < nb; b++) {
+		if (!strcmp(back[b], "4k"))
+			continue;
+		fprintf(f, "<pattern id=\"hatch%d\" width=\"4\" height=\"4\" patternUnits=\"userSpaceOnUse\" "
+			   "patternTransform=\"rotate(45)\"><path d=\"M0,0 L0,4\" stroke=\"%s\" "
+			   "stroke-width=\"2\"/></pattern>\n",
+			c, palette[c % PALETTE_N]);
+		c++;
+	}
+	fprintf(f, "</defs>\n<rect class=\"page\" width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n");
+	fputs("<text x=\"16\" y=\"26\" font-size=\"16\" font-weight=\"bold\">superpage bench: ", f);
+	xml_text(f, m->cpu[0] ? m->cpu : "unknown cpu");
+	if (m->date[0]) {
+		fputs(", ", f);
+		xml_text(f, m->date);
+	}
+	fputs("</text>\n<text x=\"16\" y=\"44\" fill=\"#444444\">", f);
+	if (m->kernel[0]) {
+		fputs("kernel ", f);
+		xml_text(f, m->kernel);
+		fputs(", ", f);
+	}
+	if (m->cpus)
+		fprintf(f, "%u cpus, ", m->cpus);
+	if (m->thp_enabled[0]) {
+		fputs("THP ", f);
+		xml_text(f, m->thp_enabled);
+		fputs(", ", f);
+	}
+	if (m->repeat > 0)
+		fprintf(f, "%d rounds per backing, ", m->repeat);
+	fprintf(f, "%s run</text>\n", m->quick ? "quick" : "full");
+	fputs("<text x=\"16\" y=\"60\" fill=\"#444444\">Speedup = median time on 4k / median "
+	      "time on the backing, for the same work: above 1.0x is faster than base pages.</text>\n",
+	      f);
+}
+
+static void svg_bar_chart(FILE *f, const struct svg_layout *L, const struct bench_row *rows, int n,
+			  const int *first, int ng, const char *const *back, int nb)
+{
+	double x = L->left, y = L->top - 18, base = L->top + L->plot_h;
+	bool band = false;
+	int c;
+
+	/* The key: one colour per backing, the hatching, the line of 4k's speed. */
+	c = 0;
+	for (int b = 0; b < nb; b++) {
+		if (strcmp(back[b], "4k"))
+			svg_legend_item(f, &x, y, palette[c++ % PALETTE_N], "none", back[b]);
+	}
+	if (c)
+		svg_legend_item(f, &x, y, "url(#hatch0)", palette[0],
+				"! did not get the backing it asked for: no result");
+	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222222\" "
+		   "stroke-dasharray=\"5,3\"/><text x=\"%.1f\" y=\"%.1f\">1.0x = as fast as 4k</text>\n",
+		x, y - 4, x + 22, y - 4, x + 28, y);
+
+	/* A light band behind each case, its sizes side by side. */
+	for (int g = 0; g < ng; g++) {
+		if (g > 0 && strcmp(rows[first[g]].name, rows[first[g - 1]].name))
+			band = !band;
+		if (band)
+			fprintf(f, "<rect class=\"band\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+				   "fill=\"#f0f0f0\"/>\n",
+				L->left + g * L->group_w, L->top, L->group_w, L->plot_h);
+	}
+	/* The y axis: speedups, a grid, and the 1.0x line. */
+	for (double t = 0; t <= L->ymax + L->ystep / 1000; t += L->ystep) {
+		double ty = base - t / L->ymax * L->plot_h;
+		int dec = L->ystep >= 1 ? 0 : L->ystep >= 0.1 ? 1 : 2;
+
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#dddddd\"/>"
+			   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.*fx</text>\n",
+			L->left, ty, L->left + L->plot_w, ty, L->left - 6, ty + 4, dec, t);
+	}
+	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222222\" "
+		   "stroke-dasharray=\"5,3\"/>\n",
+		L->left, base - 1 / L->ymax * L->plot_h, L->left + L->plot_w,
+		base - 1 / L->ymax * L->plot_h);
+	fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\">"
+		   "speedup vs 4k</text>\n",
+		16.0, L->top + L->plot_h / 2);
+
+	for (int g = 0; g < ng; g++) {
+		const struct bench_row *r0 = &rows[first[g]];
+		double gx = L->left + g * L->group_w, cx = gx + L->group_w / 2;
+		char label[BENCH_NAME_LEN + 48], sz[32], a[CELL], b2[CELL];
+		int j = 0;
+
+		c = 0;
+		for (int b = 0; b < nb; b++) {
+			const struct bench_row *r;
+			double bx, h;
+
+			if (!strcmp(back[b], "4k"))
+				continue;
+			r = find_row(rows, n, r0, back[b]);
+			bx = gx + (L->group_w - L->nbars * L->bar_w) / 2 + j * L->bar_w;
+			j++;
+			c++;
+			if (!r)
+				continue;
+			if (!bar_drawn(r)) {
+				/* No bar: say why, small and upright in the bar's place. */
+				const char *what = rounds(r) == 0 ? "skip" : r->check_failed ? "FAIL" : "n/a";
+
+				fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" "
+					   "font-size=\"8\" fill=\"%s\">%s</text>\n",
+					bx + L->bar_w / 2 + 3, base - 3,
+					r->check_failed ? "#cc0000" : "#888888", what);
+				continue;
+			}
+			h = (r->speedup > L->ymax ? L->ymax : r->speedup) / L->ymax * L->plot_h;
+			if (r->valid)
+				fprintf(f, "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+					   "height=\"%.1f\" fill=\"%s\">",
+					bx, base - h, L->bar_w - 1, h, palette[(c - 1) % PALETTE_N]);
+			else
+				fprintf(f, "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+					   "height=\"%.1f\" fill=\"url(#hatch%d)\" stroke=\"%s\" "
+					   "stroke-width=\"0.8\">",
+					bx + 0.4, base - h, L->bar_w - 1.8, h, c - 1,
+					palette[(c - 1) % PALETTE_N]);
+			fputs("<title>", f);
+			xml_text(f, r0->name);
+			fprintf(f, " %s on ", fmt_size(r0->size, sz, sizeof sz));
+			xml_text(f, r->backing);
+			fprintf(f, ": %s vs 4k, %s of the data on huge pages",
+				fmt_speedup(r->speedup, a, sizeof a), fmt_coverage(r->coverage, b2, sizeof b2));
+			if (!r->valid) {
+				fputs(" (not valid: ", f);
+				xml_text(f, row_why(r));
+				fputc(')', f);
+			}
+			fputs("</title></rect>\n", f);
+			if (!r->valid)
+				fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+					   "font-weight=\"bold\" fill=\"#cc0000\">!</text>\n",
+					bx + L->bar_w / 2 - 0.5, base - h - 3);
+		}
+		fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-45)\" text-anchor=\"end\">",
+			cx + 3, base + 12);
+		xml_text(f, group_label(r0, label, sizeof label));
+		fputs("</text>\n", f);
+	}
+	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222222\"/>\n",
+		L->left, base, L->left + L->plot_w, base);
+}
+
+/* The working-set chart: tlbreach's time per load against its size, a line per backing,
+ * with the sizes the L2 TLB covers marked. */
+static void svg_line_chart(FILE *f, const struct bench_machine *m, const struct svg_layout *L,
+			   const struct bench_row *rows, int n, const char *const *back, int nb)
+{
+	const double top = L->line_top + 40, h = 220, left = 70;
+	double w = L->width - left - 150, lo2 = 0, hi2 = 0, ymax = 0, step, x, base = top + h;
+	double key_y = top + 8;
+	const char *unit = "ns/load";
+	bool any = false;
+
+	if (w > 760)
+		w = 760;
+	for (int i = 0; i < n; i++) {
+		uint64_t s;
+		double l2;
+
+		if (strcmp(rows[i].name, "tlbreach") ||
+		    parse_u64(rows[i].size, strlen(rows[i].size), &s) || s == 0)
+			continue;
+		l2 = log2((double)s);
+		if (!any || floor(l2) < lo2)
+			lo2 = floor(l2);
+		if (!any || ceil(l2) > hi2)
+			hi2 = ceil(l2);
+		any = true;
+		unit = rows[i].unit;
+		if (rounds(&rows[i]) > 0 && isfinite(rows[i].median_metric) && rows[i].median_metric > ymax)
+			ymax = rows[i].median_metric;
+	}
+	if (hi2 <= lo2)
+		hi2 = lo2 + 1;
+	if (!(ymax > 0))
+		ymax = 1;
+	step = tick_step(ymax * 1.05, 5);
+	ymax = ceil(ymax * 1.05 / step) * step;
+
+	fputs("<text x=\"16\" y=\"", f);
+	fprintf(f, "%.1f\" font-size=\"13\" font-weight=\"bold\">tlbreach: time per dependent load "
+		   "as the working set grows</text>\n",
+		L->line_top + 14);
+	fprintf(f, "<text x=\"16\" y=\"%.1f\" fill=\"#444444\">Lower is better. Past the L2 TLB's "
+		   "reach (dashed), base pages miss the TLB on every load; huge pages move that "
+		   "point out.</text>\n",
+		L->line_top + 30);
+	for (double t = 0; t <= ymax + step / 1000; t += step)
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#dddddd\"/>"
+			   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+			left, base - t / ymax * h, left + w, base - t / ymax * h, left - 6,
+			base - t / ymax * h + 4, t);
+	fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\">",
+		24.0, top + h / 2);
+	xml_text(f, unit);
+	fputs("</text>\n", f);
+	for (double p = lo2; p <= hi2; p++) {
+		char sz[32];
+		double tx = left + (p - lo2) / (hi2 - lo2) * w;
+
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#dddddd\"/>",
+			tx, top, tx, base);
+		if (hi2 - lo2 <= 14 || (int)(p - lo2) % 2 == 0)
+			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", tx,
+				base + 15, sp_format_size((uint64_t)1 << (int)p, sz, sizeof sz));
+		else
+			fputc('\n', f);
+	}
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">working set (bytes, log scale)"
+		   "</text>\n",
+		left + w / 2, base + 32);
+	/* The reach of the L2 TLB for each page size: where misses begin. */
+	{
+		static const char *const page[] = { "4K", "2M", "1G" };
+		const double bytes[] = { 4096, 2 << 20, 1 << 30 };
+		const unsigned entries[] = { m->stlb_4k, m->stlb_2m, m->stlb_1g };
+
+		for (int i = 0; i < 3; i++) {
+			double r2 = entries[i] ? log2(entries[i] * bytes[i]) : -1;
+			double rx = left + (r2 - lo2) / (hi2 - lo2) * w;
+			char b[32];
+
+			if (!entries[i] || r2 < lo2 || r2 > hi2)
+				continue;
+			/* The label on the side of the line that has room. */
+			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#777777\" "
+				   "stroke-dasharray=\"4,3\"/><text x=\"%.1f\" y=\"%.1f\" fill=\"#555555\" "
+				   "font-size=\"10\" text-anchor=\"%s\">%s pages: L2 TLB reach %s</text>\n",
+				rx, top, rx, base, rx < left + w / 2 ? rx + 4 : rx - 4, top + 12 + 12 * i,
+				rx < left + w / 2 ? "start" : "end", page[i],
+				fmt_bytes((uint64_t)(entries[i] * bytes[i]), b, sizeof b));
+		}
+	}
+	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222222\"/>"
+		   "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222222\"/>\n",
+		left, base, left + w, base, left, top, left, base);
+
+	x = left + w + 24;
+	for (int b = 0; b < nb; b++) {
+		const char *col = colour_of(back, nb, back[b]);
+		double px[64], py[64];
+		int np = 0, order[64];
+		bool drew = false;
+
+		for (int i = 0; i < n && np < 64; i++) {
+			const struct bench_row *r = &rows[i];
+			uint64_t s;
+
+			if (strcmp(r->name, "tlbreach") || strcmp(r->backing, back[b]) || rounds(r) == 0 ||
+			    !isfinite(r->median_metric) || parse_u64(r->size, strlen(r->size), &s) || s == 0)
+				continue;
+			px[np] = left + (log2((double)s) - lo2) / (hi2 - lo2) * w;
+			py[np] = base - (r->median_metric > ymax ? ymax : r->median_metric) / ymax * h;
+			order[np] = i;
+			np++;
+		}
+		/* In order of size, whatever order the rounds came in. */
+		for (int i = 1; i < np; i++)
+			for (int k = i; k > 0 && px[k - 1] > px[k]; k--) {
+				double tx = px[k], ty = py[k];
+				int to = order[k];
+
+				px[k] = px[k - 1], py[k] = py[k - 1], order[k] = order[k - 1];
+				px[k - 1] = tx, py[k - 1] = ty, order[k - 1] = to;
+			}
+		if (np > 1) {
+			fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
+			for (int i = 0; i < np; i++)
+				fprintf(f, "%s%.1f,%.1f", i ? " " : "", px[i], py[i]);
+			fputs("\"/>\n", f);
+		}
+		for (int i = 0; i < np; i++) {
+			const struct bench_row *r = &rows[order[i]];
+			char mv[32];
+
+			drew = true;
+			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\" stroke=\"%s\" "
+				   "stroke-width=\"1.5\"><title>",
+				px[i], py[i], r->valid && !r->check_failed ? col : "#ffffff", col);
+			xml_text(f, r->backing);
+			fprintf(f, ", %s: %s ", r->size, fmt_metric(r->median_metric, mv, sizeof mv));
+			xml_text(f, r->unit);
+			if (!r->valid || r->check_failed) {
+				fputs(" (not valid: ", f);
+				xml_text(f, row_why(r));
+				fputc(')', f);
+			}
+			fputs("</title></circle>\n", f);
+			if (!r->valid || r->check_failed)
+				fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+					   "font-weight=\"bold\" fill=\"#cc0000\">!</text>\n",
+					px[i], py[i] - 7);
+		}
+		if (!drew)
+			continue;
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+			   "stroke-width=\"2\"/><circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>"
+			   "<text x=\"%.1f\" y=\"%.1f\">",
+			x, key_y, x + 22, key_y, col, x + 11, key_y, col, x + 28, key_y + 4);
+		xml_text(f, back[b]);
+		fputs("</text>\n", f);
+		key_y += 18;
+	}
+}
+
+void bench_write_svg(FILE *f, const struct bench_machine *m, const struct bench_row *rows,
+		     int n, const char *const *backings, int nb)
+{
+	struct svg_layout L;
+	const char **back = NULL;
+	int *first = NULL, ng, longest = 0;
+	double key_w = 0, ext;
+	bool reach = false;
+	char label[BENCH_NAME_LEN + 48];
+
+	m = machine_or_blank(m);
+	nb = backing_list(rows, n, backings, nb, &back);
+	ng = nb < 0 ? -1 : case_list(rows, n, &first);
+	if (nb < 0 || ng < 0) {
+		fputs("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"320\" height=\"40\">"
+		      "<text x=\"10\" y=\"24\">superpage bench: out of memory</text></svg>\n",
+		      f);
+		goto out;
+	}
+
+	memset(&L, 0, sizeof L);
+	for (int b = 0; b < nb; b++)
+		if (strcmp(back[b], "4k")) {
+			L.nbars++;
+			key_w += 17 + FONT_W * (double)strlen(back[b]) + 16;
+		}
+	key_w += 17 + FONT_W * 50 + 16 + 28 + FONT_W * 21;
+	L.bar_w = L.nbars <= 4 ? 10 : L.nbars <= 8 ? 7 : 5;
+	L.group_w = (L.nbars > 0 ? L.nbars : 1) * L.bar_w + 14;
+	for (int g = 0; g < ng; g++) {
+		int k = (int)strlen(group_label(&rows[first[g]], label, sizeof label));
+
+		longest = k > longest ? k : longest;
+		if (!strcmp(rows[first[g]].name, "tlbreach"))
+			reach = true;
+	}
+	/* Labels hang down-left at 45 degrees from their group: the first must fit. */
+	ext = FONT_W * (ng > 0 ? (double)strlen(group_label(&rows[first[0]], label, sizeof label)) : 0) *
+	      0.7071;
+	L.left = ext - L.group_w / 2 + 12 > 64 ? ext - L.group_w / 2 + 12 : 64;
+	L.top = 104;
+	L.plot_h = 240;
+	L.plot_w = ng * L.group_w;
+	L.label_h = FONT_W * longest * 0.7071 + 24;
+	L.width = L.left + L.plot_w + 24;
+	if (L.width < L.left + key_w)
+		L.width = L.left + key_w;
+	if (L.width < 760)
+		L.width = 760;
+
+	L.ymax = 1;
+	for (int i = 0; i < n; i++)
+		if (!is_4k(&rows[i]) && bar_drawn(&rows[i]) && rows[i].speedup > L.ymax)
+			L.ymax = rows[i].speedup;
+	L.ystep = tick_step(L.ymax * 1.08, 6);
+	L.ymax = ceil(L.ymax * 1.08 / L.ystep) * L.ystep;
+
+	L.height = L.top + L.plot_h + L.label_h + 12;
+	if (reach) {
+		L.line_top = L.height + 16;
+		L.height = L.line_top + 40 + 220 + 52;
+	}
+
+	svg_header(f, m, &L, back, nb);
+	if (ng == 0 || L.nbars == 0)
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">no results to compare with 4k</text>\n",
+			L.left, L.top + 40);
+	else
+		svg_bar_chart(f, &L, rows, n, first, ng, back, nb);
+	if (reach)
+		svg_line_chart(f, m, &L, rows, n, back, nb);
+	fputs("</svg>\n", f);
+out:
+	free(first);
+	free(back);
+}
