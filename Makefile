@@ -141,11 +141,11 @@ $(B)/bench/kernels/%: bench/kernels/%.c bench/kernel.h $(wildcard bench/*.h)
 
 $(B)/bench/ideal/%: bench/kernels/%.c bench/kernel.h $(wildcard bench/*.h) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(KERNEL_CFLAGS) -DBENCH_IDEAL -Iinclude -o $@ $< $(LIB_A) -lpthread -lm
+	$(CC) $(KERNEL_CFLAGS) $(SAN) -DBENCH_IDEAL -Iinclude -o $@ $< $(LIB_A) -lpthread -lm
 
 kernels: $(KERNEL_BIN) $(IDEAL_BIN)
 
-tests: all $(UNIT_BIN) $(SYS_BIN) $(HELPER_BIN) $(PRELOAD_BIN)
+tests: all kernels $(UNIT_BIN) $(SYS_BIN) $(HELPER_BIN) $(PRELOAD_BIN)
 
 check: tests
 	@bash tests/run.sh $(B)

@@ -39,7 +39,8 @@ void usage_bench(void)
 	      "that really was on huge pages. A run that did not get the pages it asked for is\n"
 	      "marked and is no result for that backing.\n"
 	      "\n"
-	      "  --kernel K,...     the kernels to run (default: all; see the list below)\n"
+	      "  --kernel K,...     the kernels to run (default: all; see the list below);\n"
+	      "                     K=SIZE/SIZE/... runs K at those --size values only\n"
 	      "  --backing B,...    4k, auto, thp, 2m, 1g (default: all five; 4k is always run,\n"
 	      "                     it is the baseline)\n"
 	      "  --repeat N         rounds (default 5, 3 with --quick; at most 50)\n"
@@ -226,31 +227,38 @@ static const struct kernel_spec *find_kernel(const char *name, size_t n)
 	return NULL;
 }
 
-/* Adds the items of kernel k, one per size of the run's size list. */
-static int plan_kernel(struct bench *b, const struct kernel_spec *k)
+/* Adds the items of kernel k, one per size of the list (separated by sep), or of
+ * the run's own list when sizes is NULL. */
+static int plan_kernel(struct bench *b, const struct kernel_spec *k, const char *sizes, size_t len,
+		       char sep)
 {
-	const char *p = b->quick ? k->quick : k->sizes;
+	static char names[MAX_ITEMS][16];
+	const char *p = sizes ? sizes : b->quick ? k->quick : k->sizes;
+	const char *end = sizes ? sizes + len : p + strlen(p);
 
-	for (int i = 0; i < b->nitems; i++)
-		if (b->items[i].k == k)
-			return 0;
-	while (*p) {
-		size_t n = strcspn(p, " ");
-		static char sizes[MAX_ITEMS][16];
+	if (!sizes)
+		sep = ' ';
+	while (p < end) {
+		size_t n = strcspn(p, sep == ' ' ? " " : "/,");
 		uint64_t v;
 
+		if (n > (size_t)(end - p))
+			n = (size_t)(end - p);
 		if (b->nitems == MAX_ITEMS)
-			return cli_error(EXIT_USAGE, "bench: too many kernel sizes");
-		snprintf(sizes[b->nitems], sizeof sizes[0], "%.*s", (int)n, p);
-		if (sp_parse_size(sizes[b->nitems], &v) < 0)
-			return cli_error(EXIT_FAIL, "bench: bad size '%s' in the plan of %s", sizes[b->nitems],
-					 k->name);
+			return cli_error(EXIT_USAGE, "bench: too many kernel sizes (at most %d)", MAX_ITEMS);
+		if (n == 0 || n >= sizeof names[0])
+			return cli_error(EXIT_USAGE, "bench: bad size '%.*s' for %s", (int)n, p, k->name);
+		snprintf(names[b->nitems], sizeof names[0], "%.*s", (int)n, p);
+		if (sp_parse_size(names[b->nitems], &v) < 0 || v == 0)
+			return cli_error(EXIT_USAGE, "bench: bad size '%s' for %s (a number, or bytes "
+					 "with K, M or G)", names[b->nitems], k->name);
 		b->items[b->nitems].k = k;
-		b->items[b->nitems].size = sizes[b->nitems];
+		b->items[b->nitems].size = names[b->nitems];
 		b->items[b->nitems].bytes = est_bytes(k, v);
 		b->nitems++;
 		p += n;
-		p += strspn(p, " ");
+		while (p < end && *p == sep)
+			p++;
 	}
 	return 0;
 }
@@ -263,17 +271,25 @@ static int parse_kernels(struct bench *b, const char *list)
 	if (!*list)
 		return cli_error(EXIT_USAGE, "bench: --kernel needs a list of kernels");
 	while (*p) {
-		size_t n = strcspn(p, ",");
-		const struct kernel_spec *k = find_kernel(p, n);
+		/* K, or K=SIZE/SIZE/...: the kernel at the sizes given. */
+		size_t n = strcspn(p, ","), kn = strcspn(p, ",=");
+		const struct kernel_spec *k = find_kernel(p, kn);
 
 		if (!k)
 			return cli_error(EXIT_USAGE, "bench: unknown kernel '%.*s' (see superpage bench --help)",
-					 (int)n, p);
-		if ((rc = plan_kernel(b, k)))
+					 (int)kn, p);
+		for (int i = 0; i < b->nitems; i++)
+			if (b->items[i].k == k)
+				return cli_error(EXIT_USAGE, "bench: kernel %s is named twice", k->name);
+		if (kn < n && p[kn] == '=')
+			rc = plan_kernel(b, k, p + kn + 1, n - kn - 1, '/');
+		else
+			rc = plan_kernel(b, k, NULL, 0, ' ');
+		if (rc)
 			return rc;
 		p += n;
-		if (*p)
-			p++;
+		if (*p && !*++p)
+			return cli_error(EXIT_USAGE, "bench: --kernel list ends in ','");
 	}
 	return 0;
 }
@@ -364,7 +380,7 @@ static int parse_options(struct bench *b, int argc, char **argv)
 	if (kernels)
 		return parse_kernels(b, kernels);
 	for (size_t i = 0; i < N_KERNELS; i++)
-		if ((rc = plan_kernel(b, &kernel_specs[i])))
+		if ((rc = plan_kernel(b, &kernel_specs[i], NULL, 0, ' ')))
 			return rc;
 	return 0;
 }

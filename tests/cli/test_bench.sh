@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# test_bench.sh - tests the benchmark kernels (each checks its own answer at a tiny size,
+# plain and built as the ideal) and superpage bench (options, the run, what it says a
+# run got, its JSON, CSV and SVG, and the pools it sets up and puts back).
+# Usage: tests/cli/test_bench.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
+# "SKIP name: why" per test. Pools it changes are put back, also on failure.
+set -u
+B=${1:?usage: tests/cli/test_bench.sh BUILD_DIR}
+B=${B%/}
+SP=$(cd "$B" 2>/dev/null && pwd)/superpage
+K=$B/bench/kernels
+I=$B/bench/ideal
+HP=/sys/kernel/mm/hugepages
+tmp=$(mktemp -d)
+# shellcheck source=tests/cli/lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+trap 'restore; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM HUP
+
+unset LD_PRELOAD GLIBC_TUNABLES BENCH_IDEAL BENCH_SMAPS "${!SUPERPAGE_@}"
+
+no_preload=''
+case "/$B" in
+*/san) no_preload="the SANITIZE build's runtime cannot be preloaded (ASan owns malloc)" ;;
+esac
+
+have_python() { command -v python3 >/dev/null 2>&1; }
+oneline() { head -c 300 "$1" | tr '\n' '|'; }
+
+# Each kernel at a size that takes well under a second.
+TINY=(trans:256 trans2:256 transf:256 transw:256 mem2:4M gemmx:64 fft:1024 "himeno:1 --reps 2"
+	gups:8M tlbreach:4M stream:4M fault:64M)
+
+# Runs kernel $1 (a path) with args; checks exit 0, result lines all check=ok.
+# Leaves its output in $tmp/kout. Echoes why it failed, or nothing.
+kernel_ok() {
+	local prog=$1
+	shift
+	"$prog" "$@" >"$tmp/kout" 2>"$tmp/kerr"
+	local st=$?
+	if [ $st != 0 ]; then
+		echo "$prog $* exited $st: $(oneline "$tmp/kerr")"
+	elif ! grep -q '^result name=[^ ]* size=[0-9]* seconds=[0-9.]* metric=[^ ]* unit=[^ ]* check=ok$' "$tmp/kout"; then
+		echo "$prog $*: no result line: $(oneline "$tmp/kout")"
+	elif grep -q 'check=FAIL' "$tmp/kout"; then
+		echo "$prog $*: a check failed: $(oneline "$tmp/kout")"
+	fi
+}
+
+test_kernels_tiny() {
+	local t name size extra why=''
+	for t in "${TINY[@]}"; do
+		name=${t%%:*}
+		size=${t#*:}
+		extra=''
+		case $size in *" "*) extra=${size#* }; size=${size%% *} ;; esac
+		# shellcheck disable=SC2086
+		why=$(kernel_ok "$K/$name" --size "$size" $extra)
+		[ -z "$why" ] || break
+		# With BENCH_SMAPS the kernel says what its data got.
+		# shellcheck disable=SC2086
+		BENCH_SMAPS=1 "$K/$name" --size "$size" $extra >"$tmp/kout" 2>/dev/null
+		if ! grep -q '^memory data_bytes=[1-9][0-9]* thp_bytes=[0-9]* hugetlb_2m_bytes=[0-9]* hugetlb_1g_bytes=[0-9]* largest_bytes=[0-9]*$' "$tmp/kout"; then
+			why="$name: no memory line: $(oneline "$tmp/kout")"
+			break
+		fi
+	done
+	if [ -z "$why" ]; then
+		"$K/trans" --size 256x >/dev/null 2>&1
+		[ $? = 2 ] || why="trans --size 256x did not exit 2"
+		"$K/fft" --size 1000 >/dev/null 2>&1
+		[ $? = 2 ] || why="fft --size 1000 (not a power of two) did not exit 2"
+		"$K/gups" --help >"$tmp/kout" 2>&1 && grep -q '^usage:' "$tmp/kout" ||
+			why="gups --help printed no usage"
+	fi
+	if [ -n "$why" ]; then fail kernels_tiny "$why"; else pass kernels_tiny "${#TINY[@]} kernels"; fi
+}
+
+pool_free() { # dir
+	echo $(($(cat "$1/free_hugepages") - $(cat "$1/resv_hugepages")))
+}
+
+# The ideal builds: strict 2m blocks, on hugetlb pages, or exit 3 without a pool.
+test_kernels_ideal() {
+	local d=$HP/hugepages-2048kB t name size extra why='' tlb
+	if ! is_root; then
+		skip kernels_ideal "needs root to set up a 2 MiB pool"
+		return
+	fi
+	if [ ! -d "$d" ]; then
+		skip kernels_ideal "no 2 MiB huge pages here"
+		return
+	fi
+	if [ "$(pool_free "$d")" = 0 ]; then
+		BENCH_IDEAL=2m "$I/gups" --size 8M >/dev/null 2>"$tmp/kerr"
+		local st=$?
+		if [ $st != 3 ] || ! grep -q 'ideal: no strict 2m block' "$tmp/kerr"; then
+			fail kernels_ideal "with no free 2M page, ideal gups exited $st: $(oneline "$tmp/kerr")"
+			return
+		fi
+	fi
+	set_sysfs "$d/nr_hugepages" $(($(cat "$d/nr_hugepages") + 160))
+	for t in "${TINY[@]}"; do
+		name=${t%%:*}
+		size=${t#*:}
+		extra=''
+		case $size in *" "*) extra=${size#* }; size=${size%% *} ;; esac
+		# shellcheck disable=SC2086
+		why=$(BENCH_IDEAL=2m BENCH_SMAPS=1 kernel_ok "$I/$name" --size "$size" $extra)
+		[ -z "$why" ] || break
+		tlb=$(sed -n 's/^memory .*hugetlb_2m_bytes=\([0-9]*\).*/\1/p' "$tmp/kout")
+		if [ -z "$tlb" ] || [ "$tlb" -lt 2097152 ]; then
+			why="ideal $name: ${tlb:-no} hugetlb bytes: $(oneline "$tmp/kout")"
+			break
+		fi
+	done
+	restore
+	if [ -n "$why" ]; then fail kernels_ideal "$why"; else pass kernels_ideal; fi
+}
+
+test_bad_args() {
+	expect_usage_error bench_unknown_kernel bench --kernel nosuch
+	expect_usage_error bench_bad_size bench --kernel trans=12Q
+	expect_usage_error bench_zero_size bench --kernel gups=0
+	expect_usage_error bench_kernel_twice bench --kernel trans,trans
+	expect_usage_error bench_bad_backing bench --backing 3m
+	expect_usage_error bench_repeat_zero bench --repeat 0
+	expect_usage_error bench_repeat_big bench --repeat 51
+	expect_usage_error bench_unknown_option bench --fast
+	expect_usage_error bench_json_no_file bench --json
+	expect_usage_error bench_kernels_dir bench --kernels /nonexistent
+}
+
+# The 2-kernel, 2-backing, 1-round run: it completes, its JSON has DESIGN.md's fields,
+# every run is judged by what it got.
+test_run_json() {
+	local name=bench_run_json why thp
+	if [ -n "$no_preload" ]; then
+		skip $name "$no_preload"
+		return
+	fi
+	if ! have_python; then
+		skip $name "needs python3 to read the JSON"
+		return
+	fi
+	thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+	sp bench --kernel trans=256,gups=8M --backing thp --repeat 1 \
+		--json "$tmp/r.json" --csv "$tmp/r.csv" --svg "$tmp/r.svg"
+	if [ "$rc" != 0 ]; then
+		fail $name "exit $rc: $(oneline "$tmp/err")"
+		return
+	fi
+	why=$(THP=$thp python3 - "$tmp/r.json" "$tmp/r.csv" "$tmp/r.svg" <<'PY'
+import json, os, sys, xml.etree.ElementTree as ET
+d = json.load(open(sys.argv[1]))
+if not isinstance(d.get("machine"), dict): print("no machine object"); sys.exit()
+rs = d.get("results")
+if not isinstance(rs, list) or len(rs) != 4: print("want 4 results, got %r" % rs); sys.exit()
+keys = ("kernel", "size", "backing", "runs_s", "median_s", "metric", "unit", "coverage",
+        "minflt", "speedup_vs_4k", "valid")
+seen = set()
+for r in rs:
+    miss = [k for k in keys if k not in r]
+    if miss: print("result lacks %s: %r" % (miss, r)); sys.exit()
+    seen.add((r["kernel"], r["backing"]))
+    if len(r["runs_s"]) != 1 or not r["median_s"] > 0: print("runs %r" % r); sys.exit()
+    if r["minflt"] <= 0: print("no minor faults counted: %r" % r); sys.exit()
+    if r["backing"] == "4k":
+        if not r["valid"] or r["coverage"] != 0 or r["speedup_vs_4k"] != 1:
+            print("4k row %r" % r); sys.exit()
+    elif os.environ["THP"] in ("madvise", "always"):
+        if not r["valid"] or r["coverage"] < 0.9 or not r["speedup_vs_4k"] > 0:
+            print("thp row did not get THP: %r" % r); sys.exit()
+    elif r["valid"]:
+        print("thp row valid with THP %s: %r" % (os.environ["THP"], r)); sys.exit()
+if seen != {("trans", "4k"), ("trans", "thp"), ("gups", "4k"), ("gups", "thp")}:
+    print("rows %r" % sorted(seen)); sys.exit()
+lines = open(sys.argv[2]).read().splitlines()
+if len(lines) != 5 or not lines[0].startswith("kernel,size,backing"): print("csv %r" % lines[:2]); sys.exit()
+root = ET.parse(sys.argv[3]).getroot()
+if not root.tag.endswith("svg"): print("svg root %s" % root.tag)
+PY
+)
+	[ -n "$why" ] || grep -q '^trans  *256 .*4k' "$tmp/out" || grep -q '^trans' "$tmp/out" ||
+		why="the table has no trans line: $(oneline "$tmp/out")"
+	if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
+}
+
+# A backing that cannot be had is skipped with its reason, and is no result.
+test_skip_marked() {
+	local name=bench_skip_marked d=$HP/hugepages-1048576kB
+	if [ -n "$no_preload" ]; then
+		skip $name "$no_preload"
+		return
+	fi
+	if [ ! -d "$d" ]; then
+		skip $name "no 1 GiB huge pages here"
+		return
+	fi
+	if [ "$(pool_free "$d")" != 0 ]; then
+		if ! is_root; then
+			skip $name "the 1G pool has free pages and only root can empty it"
+			return
+		fi
+		set_sysfs "$d/nr_hugepages" 0
+	fi
+	sp bench --kernel gups=8M --backing 1g --repeat 1 --json "$tmp/s.json"
+	restore
+	if [ "$rc" != 0 ]; then
+		fail $name "exit $rc: $(oneline "$tmp/err")"
+	elif ! grep -q 'skipping 1g: no free 1 GiB pages' "$tmp/err"; then
+		fail $name "stderr does not say why 1g is skipped: $(oneline "$tmp/err")"
+	elif ! grep -q '^gups .* skip' "$tmp/out"; then
+		fail $name "the table does not show the skip: $(oneline "$tmp/out")"
+	elif have_python && ! python3 -c '
+import json, sys
+r = [x for x in json.load(open(sys.argv[1]))["results"] if x["backing"] == "1g"]
+sys.exit(0 if len(r) == 1 and r[0]["valid"] is False and r[0]["runs_s"] == [] else 1)' "$tmp/s.json"; then
+		fail $name "the JSON does not mark the 1g row invalid: $(head -c 400 "$tmp/s.json")"
+	else
+		pass $name
+	fi
+}
+
+# --setup-pools: a 2m run on hugetlb pages, and the pool as it was afterwards.
+test_setup_pools() {
+	local name=bench_setup_pools d=$HP/hugepages-2048kB before after
+	if [ -n "$no_preload" ]; then
+		skip $name "$no_preload"
+		return
+	fi
+	if ! is_root; then
+		skip $name "needs root to set up pools"
+		return
+	fi
+	if ! have_python; then
+		skip $name "needs python3 to read the JSON"
+		return
+	fi
+	remember "$d/nr_hugepages"
+	before=$(cat "$d/nr_hugepages")
+	sp bench --kernel gups=8M --backing 2m --repeat 1 --setup-pools --json "$tmp/p.json"
+	after=$(cat "$d/nr_hugepages")
+	if [ "$rc" != 0 ]; then
+		fail $name "exit $rc: $(oneline "$tmp/err")"
+	elif [ "$after" != "$before" ]; then
+		fail $name "the 2M pool was $before and is $after after the bench"
+	elif ! python3 -c '
+import json, sys
+r = [x for x in json.load(open(sys.argv[1]))["results"] if x["backing"] == "2m"]
+sys.exit(0 if len(r) == 1 and r[0]["valid"] and r[0]["coverage_wanted"] >= 0.9 else 1)' "$tmp/p.json"; then
+		fail $name "the 2m run did not get hugetlb pages: $(head -c 600 "$tmp/p.json")"
+	else
+		pass $name
+	fi
+	restore
+}
+
+test_kernels_tiny
+test_kernels_ideal
+test_bad_args
+test_run_json
+test_skip_marked
+test_setup_pools
+exit $failed
