@@ -57,7 +57,6 @@ RT_SO := $(B)/libsuperpage-run.so
 RT_A := $(B)/libsuperpage-rt-test.a
 LIB_SO := $(B)/$(SONAME)
 CLI := $(B)/superpage
-BENCH := $(B)/bench/membench
 MALLOCBENCH := $(B)/bench/mallocbench
 KERNEL_SRC := $(wildcard bench/kernels/*.c)
 KERNEL_BIN := $(KERNEL_SRC:bench/kernels/%.c=$(B)/bench/kernels/%)
@@ -124,10 +123,6 @@ $(B)/tests/preload/%: tests/preload/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -lpthread -lm
 
-$(BENCH): bench/membench.c $(LIB_A)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
-
 # Run under glibc, superpage run, mimalloc and jemalloc: unsanitized, like tests/preload.
 $(MALLOCBENCH): bench/mallocbench.c
 	@mkdir -p $(dir $@)
@@ -150,12 +145,13 @@ tests: all kernels $(UNIT_BIN) $(SYS_BIN) $(HELPER_BIN) $(PRELOAD_BIN)
 check: tests
 	@bash tests/run.sh $(B)
 
-bench: all $(BENCH) $(MALLOCBENCH) $(B)/tests/preload/gups_malloc
+# The main job: every kernel under each backing, pools set up for it and put back.
+bench: all kernels $(MALLOCBENCH) $(B)/tests/preload/gups_malloc
 	@mkdir -p $(B)/bench
-	set -o pipefail; $(BENCH) --setup-pools --rounds 5 --size 1G | tee $(B)/bench/report.txt
-	set -o pipefail; bash bench/compare.sh $(B) --quick | tee $(B)/bench/malloc.txt
+	set -o pipefail; $(CLI) bench --quick --setup-pools --json $(B)/bench/report.json \
+		--csv $(B)/bench/report.csv --svg $(B)/bench/report.svg | tee $(B)/bench/report.txt
 
-install: all
+install: all kernels
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
 	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/superpage
@@ -171,6 +167,9 @@ install: all
 	install -m 644 man/superpage.1 $(DESTDIR)$(MANDIR)/man1/superpage.1
 	install -m 644 man/superpage.3 $(DESTDIR)$(MANDIR)/man3/superpage.3
 	install -m 644 man/superpage-run.7 $(DESTDIR)$(MANDIR)/man7/superpage-run.7
+	install -d $(DESTDIR)$(LIBDIR)/superpage/kernels $(DESTDIR)$(LIBDIR)/superpage/ideal
+	install -m 755 $(KERNEL_BIN) $(DESTDIR)$(LIBDIR)/superpage/kernels/
+	install -m 755 $(IDEAL_BIN) $(DESTDIR)$(LIBDIR)/superpage/ideal/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/superpage $(DESTDIR)$(LIBDIR)/$(SONAME) \
@@ -179,6 +178,7 @@ uninstall:
 		$(DESTDIR)$(INCDIR)/superpage.h $(DESTDIR)$(PCDIR)/superpage.pc \
 		$(DESTDIR)$(MANDIR)/man1/superpage.1 $(DESTDIR)$(MANDIR)/man3/superpage.3 \
 		$(DESTDIR)$(MANDIR)/man7/superpage-run.7
+	rm -rf $(DESTDIR)$(LIBDIR)/superpage
 
 clean:
 	rm -rf build

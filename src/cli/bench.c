@@ -41,14 +41,16 @@ void usage_bench(void)
 	      "\n"
 	      "  --kernel K,...     the kernels to run (default: all; see the list below);\n"
 	      "                     K=SIZE/SIZE/... runs K at those --size values only\n"
-	      "  --backing B,...    4k, auto, thp, 2m, 1g (default: all five; 4k is always run,\n"
-	      "                     it is the baseline)\n"
+	      "  --backing B,...    4k, auto, thp, 2m, 1g (default: all five, thp left out with\n"
+	      "                     --quick; 4k is always run, it is the baseline)\n"
 	      "  --repeat N         rounds (default 5, 3 with --quick; at most 50)\n"
 	      "  --quick            fewer sizes and rounds: a few minutes in all\n"
 	      "  --peers            also glibc's malloc.hugetlb=1 and =2, mimalloc and jemalloc\n"
 	      "                     with their huge page options (where installed), and the\n"
 	      "                     ideal: each kernel built with its arrays from strict\n"
 	      "                     sp_alloc 2m (and 1g) blocks\n"
+	      "  --allow-sysfs      (root, with --peers) also the system's THP 'always' mode,\n"
+	      "                     set around each of its runs and put back (also on Ctrl-C)\n"
 	      "  --setup-pools      (root) size the 2M and 1G pools for the runs, put them back\n"
 	      "                     at the end (also on Ctrl-C)\n"
 	      "  --json FILE, --csv FILE, --svg FILE\n"
@@ -77,14 +79,14 @@ struct kernel_spec {
 static const struct kernel_spec kernel_specs[] = {
 	{ "trans", "1000 4096 8192", "1000 8192", NULL, EST_MATRIX, 2 },
 	{ "trans2", "1000 8192", "8192", NULL, EST_MATRIX, 2 },
-	{ "transf", "1000 4096 8192", "8192", NULL, EST_MATRIX, 2 },
+	{ "transf", "1000 4096 8192 8200", "8192", NULL, EST_MATRIX, 2 },
 	{ "transw", "8192", "8192", NULL, EST_MATRIX, 2 },
-	{ "mem2", "512M", "256M", NULL, EST_BYTES, 2 },
+	{ "mem2", "512M", "128M", NULL, EST_BYTES, 2 },
 	{ "gemmx", "1000 2000", "2000", NULL, EST_MATRIX, 3 },
 	{ "fft", "131072 4M", "131072 4M", NULL, EST_POINTS, 2 },
 	{ "himeno", "1 2 3", "2", NULL, EST_GRID, 1 },
 	{ "gups", "1G", "1G", NULL, EST_BYTES, 1 },
-	{ "tlbreach", "8M 64M 512M 1G 2G 4G", "8M 512M 2G", NULL, EST_BYTES, 2 },
+	{ "tlbreach", "8M 64M 512M 1G 2G 4G", "64M 1G", NULL, EST_BYTES, 1 },
 	{ "stream", "256M", "256M", NULL, EST_BYTES, 3 },
 	{ "fault", "4G", "1G", NULL, EST_BYTES, 1 },
 };
@@ -115,7 +117,7 @@ static uint64_t est_bytes(const struct kernel_spec *k, uint64_t size)
 
 /* ---------- the ways to run a kernel ---------- */
 
-enum how { HOW_RUN, HOW_IDEAL, HOW_PEER };
+enum how { HOW_RUN, HOW_IDEAL, HOW_PEER, HOW_SYSFS };
 
 struct variant {
 	char name[24];
@@ -139,7 +141,7 @@ struct bench {
 	struct plan_item items[MAX_ITEMS];
 	int nitems;
 	int repeat;
-	bool quick, peers, setup_pools;
+	bool quick, peers, setup_pools, allow_sysfs;
 	const char *json, *csv, *svg, *kdir_opt;
 	char exe[PATH_MAX], kdir[PATH_MAX], idir[PATH_MAX];
 	struct bench_row *rows;
@@ -215,6 +217,14 @@ static void add_peers(struct bench *b)
 	}
 	add_variant(b, "ideal-2m", HOW_IDEAL, "2m");
 	add_variant(b, "ideal-1g", HOW_IDEAL, "1g");
+	/* The system's own THP "always": plain kernels, the mode set around each run. */
+	if ((v = add_variant(b, "thp-always", HOW_SYSFS, NULL)) && !b->allow_sysfs) {
+		v->skip = true;
+		snprintf(v->why, sizeof v->why, "changes a system setting: only with --allow-sysfs");
+	} else if (v && geteuid() != 0) {
+		v->skip = true;
+		snprintf(v->why, sizeof v->why, "--allow-sysfs needs root to set THP 'always'");
+	}
 }
 
 /* ---------- options ---------- */
@@ -320,7 +330,7 @@ static int parse_backings(struct bench *b, const char *list)
 
 static int parse_options(struct bench *b, int argc, char **argv)
 {
-	const char *kernels = NULL, *backings = "auto,thp,2m,1g", *v;
+	const char *kernels = NULL, *backings = NULL, *v;
 	int m, rc, repeat = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -368,13 +378,20 @@ static int parse_options(struct bench *b, int argc, char **argv)
 			b->peers = true;
 		} else if (!strcmp(a, "--setup-pools")) {
 			b->setup_pools = true;
+		} else if (!strcmp(a, "--allow-sysfs")) {
+			b->allow_sysfs = true;
 		} else {
 			return cli_error(EXIT_USAGE, "bench: unknown argument '%s' (see superpage bench --help)", a);
 		}
 	}
 	b->repeat = repeat ? repeat : b->quick ? 3 : 5;
+	/* --quick leaves out thp: at the quick sizes auto is THP, and time is short. */
+	if (!backings)
+		backings = b->quick ? "auto,2m,1g" : "auto,thp,2m,1g";
 	if ((rc = parse_backings(b, backings)))
 		return rc;
+	if (b->allow_sysfs && !b->peers)
+		return cli_error(EXIT_USAGE, "bench: --allow-sysfs goes with --peers (it adds thp-always)");
 	if (b->peers)
 		add_peers(b);
 	if (kernels)
@@ -455,6 +472,10 @@ static struct pool_change pools[2] = {
 	{ .page_size = GIB, .name = "1G" },
 };
 static volatile pid_t running_child;
+/* THP "enabled" while a thp-always run holds it, and what to put back. */
+#define THP_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
+static char thp_old[16];
+static volatile sig_atomic_t thp_touched;
 static volatile sig_atomic_t pools_restored;
 static const int fatal_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 #define N_FATAL ((int)(sizeof fatal_signals / sizeof fatal_signals[0]))
@@ -500,6 +521,15 @@ static void on_fatal_signal(int sig)
 				close(fd);
 		}
 		write_str(2, "\nsuperpage: bench: interrupted; pools put back\n");
+	}
+	if (thp_touched) {
+		int fd = open(THP_ENABLED, O_WRONLY | O_CLOEXEC);
+
+		if (fd < 0 || write(fd, thp_old, strlen(thp_old)) < 0)
+			write_str(2, "\nsuperpage: bench: could not put back " THP_ENABLED "\n");
+		if (fd >= 0)
+			close(fd);
+		thp_touched = 0;
 	}
 	signal(sig, SIG_DFL);
 	raise(sig);
@@ -639,6 +669,76 @@ static void check_offer(struct bench *b)
 				 ps == GIB ? "1 GiB" : "2 MiB");
 		}
 	}
+}
+
+static void read_thp_mode(const char *file, char *out, size_t len)
+{
+	char path[128], line[128], *l, *r;
+	FILE *f;
+
+	snprintf(out, len, "?");
+	snprintf(path, sizeof path, "/sys/kernel/mm/transparent_hugepage/%s", file);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(line, sizeof line, f) && (l = strchr(line, '[')) && (r = strchr(l, ']')))
+		snprintf(out, len, "%.*s", (int)(r - l - 1), l + 1);
+	fclose(f);
+}
+
+/* Writes mode to THP's "enabled"; 0 or an errno value. */
+static int thp_write(const char *mode)
+{
+	int fd = open(THP_ENABLED, O_WRONLY | O_CLOEXEC), e = 0;
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, mode, strlen(mode)) < 0)
+		e = errno;
+	close(fd);
+	return e;
+}
+
+/* THP "always" for a thp-always run; put back by thp_put_back (or the signal
+ * handler). False, with the reason in v->why, if it cannot be set. */
+static bool thp_always(struct variant *v)
+{
+	int e;
+
+	if (!thp_old[0]) {
+		read_thp_mode("enabled", thp_old, sizeof thp_old);
+		if (!strcmp(thp_old, "?"))
+			thp_old[0] = 0;
+	}
+	if (!thp_old[0]) {
+		snprintf(v->why, sizeof v->why, "cannot read " THP_ENABLED);
+		return false;
+	}
+	install_signals();
+	thp_touched = 1;
+	if ((e = thp_write("always"))) {
+		thp_touched = 0;
+		snprintf(v->why, sizeof v->why, "cannot set THP 'always': %s", strerror(e));
+		return false;
+	}
+	return true;
+}
+
+static void thp_put_back(void)
+{
+	sigset_t set, old;
+	int e;
+
+	sigemptyset(&set);
+	for (int i = 0; i < N_FATAL; i++)
+		sigaddset(&set, fatal_signals[i]);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	if (thp_touched) {
+		if ((e = thp_write(thp_old)))
+			cli_warn("bench: could not put THP 'enabled' back to %s: %s", thp_old, strerror(e));
+		thp_touched = 0;
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 /* ---------- running one kernel ---------- */
@@ -818,7 +918,7 @@ static bool judge(const struct variant *v, const struct bench_memory *m, double 
 
 	*cov = huge > 1 ? 1 : huge;
 	why[0] = 0;
-	if (v->how == HOW_PEER) {
+	if (v->how == HOW_PEER || v->how == HOW_SYSFS) {
 		*wanted = *cov;
 		return true;
 	}
@@ -993,21 +1093,6 @@ static void mark_skipped(struct bench *b, const struct plan_item *it)
 
 /* ---------- the machine ---------- */
 
-static void read_thp_mode(const char *file, char *out, size_t len)
-{
-	char path[128], line[128], *l, *r;
-	FILE *f;
-
-	snprintf(out, len, "?");
-	snprintf(path, sizeof path, "/sys/kernel/mm/transparent_hugepage/%s", file);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	if (fgets(line, sizeof line, f) && (l = strchr(line, '[')) && (r = strchr(l, ']')))
-		snprintf(out, len, "%.*s", (int)(r - l - 1), l + 1);
-	fclose(f);
-}
-
 static void read_machine(const struct bench *b, struct bench_machine *m)
 {
 	struct bench_cpu c;
@@ -1062,6 +1147,23 @@ static void progress(struct bench *b, const struct plan_item *it, const struct v
 	fputc('\n', stderr);
 }
 
+static int gcd(int a, int b)
+{
+	return b ? gcd(b, a % b) : a;
+}
+
+/* The stride of round r through n backings: the strides prime to n in turn, so each
+ * round visits every backing once and the backing after each one changes. */
+static int round_step(int n, int r)
+{
+	int strides[MAX_BACKINGS], ns = 0;
+
+	for (int s = 1; s < n; s++)
+		if (gcd(s, n) == 1)
+			strides[ns++] = s;
+	return ns ? strides[r % ns] : 1;
+}
+
 static int write_file(const char *path, const char *what, struct bench *b,
 		      const struct bench_machine *m, const char *const *names, int nb)
 {
@@ -1111,17 +1213,28 @@ int cmd_bench(int argc, char **argv)
 		const struct plan_item *it = &b.items[i];
 
 		for (int round = 0; round < b.repeat; round++) {
-			/* Each round starts one backing later, so none always runs first. */
+			/* Each round starts one backing later and steps through them by
+			 * another stride: no backing always runs first, or always right
+			 * after the same one (a run pays for the memory the one before it
+			 * freed: in a VM, base pages freed just before are slow to get). */
+			int step = round_step(b.nvar, round);
+
 			for (int k = 0; k < b.nvar; k++) {
-				const struct variant *v = &b.var[(k + round) % b.nvar];
+				struct variant *v = &b.var[(round + k * step) % b.nvar];
 				struct run_out o;
 				double t0;
 
 				if (v->skip)
 					continue;
+				if (v->how == HOW_SYSFS && !thp_always(v)) {
+					v->skip = true;
+					continue;
+				}
 				progress(&b, it, v, round);
 				t0 = now_s();
 				run_kernel(&b, it, v, &o);
+				if (v->how == HOW_SYSFS)
+					thp_put_back();
 				b.run_seconds += now_s() - t0;
 				b.runs_done++;
 				record(&b, it, v, &o, minflts, round);

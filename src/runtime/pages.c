@@ -217,47 +217,12 @@ static void plain_units(size_t u, size_t n)
 	sp_os->madvise(out, len, range_advice());
 }
 
-/* Maps len bytes with flags somewhere not touching [dest, dest+len): the kernel may
- * refuse (ENOMEM) to move a hugetlb mapping onto a range right next to it. */
-static int map_apart(size_t len, int flags, uintptr_t dest, void **out)
-{
-	void *prev = NULL;
-	int r = 0;
-	for (int tries = 0; tries < 3; tries++) {
-		r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0, out);
-		if (prev)
-			sp_os->munmap(prev, len);
-		prev = NULL;
-		if (r < 0)
-			return r;
-		uintptr_t a = (uintptr_t)*out;
-		if (a + len != dest && dest + len != a)
-			return 0;
-		prev = *out; /* held while the next try maps elsewhere */
-	}
-	*out = prev;
-	return 0;
-}
-
-/* Moves tmp over n units at u. A refused move can leave the units unmapped (the
- * kernel unmaps the destination first), so on failure they get plain memory back. */
-static bool move_over(void *tmp, size_t u, size_t n)
-{
-	void *out;
-	size_t len = n << UNIT_SHIFT;
-	if (sp_os->mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)unit_addr(u),
-			  &out) == 0)
-		return true;
-	sp_os->munmap(tmp, len);
-	plain_units(u, n);
-	return false;
-}
-
 /* Maps n units at u with hugetlb pages of the rung's size (2m, or 1g for a 1 GiB-
- * aligned run of whole GiBs), made elsewhere and moved into place. A rung that was
- * refused is not asked again for SKIP_NS (for runs as large, for 2m). Units on
- * 1 GiB pages are only ever given back, staged for fork or replaced whole: the
- * kernel cannot split a 1 GiB page's mapping. */
+ * aligned run of whole GiBs), in place. A refused map may have unmapped the units
+ * first, so they get plain memory back then. A rung that was refused is not asked
+ * again for SKIP_NS (for runs as large, for 2m). Units on 1 GiB pages are only ever
+ * given back, staged for fork or replaced whole: the kernel cannot split a 1 GiB
+ * page's mapping. */
 static bool back_hugetlb(size_t u, size_t n, enum sp_backing rung)
 {
 	bool giga = rung == SP_BACKING_1G;
@@ -267,32 +232,20 @@ static bool back_hugetlb(size_t u, size_t n, enum sp_backing rung)
 		fall(rung, SP_FALL_SKIPPED);
 		return false;
 	}
-	void *tmp;
+	void *out;
 	size_t len = n << UNIT_SHIFT, page = giga ? (size_t)1 << 30 : UNIT_SIZE;
-	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (giga ? MAP_HUGE_1GB : MAP_HUGE_2MB);
-	int r;
-	if (giga) {
-		/* The kernel refuses to move some 1 GiB mappings (ENOMEM); mapped in place
-		 * instead, and the range mended if that is refused. */
-		r = sp_os->mmap((void *)unit_addr(u), len, PROT_READ | PROT_WRITE, flags | MAP_FIXED,
-				-1, 0, &tmp);
-		if (r < 0)
-			plain_units(u, n);
-	} else {
-		r = map_apart(len, flags, unit_addr(u), &tmp);
-	}
+	int r = sp_os->mmap((void *)unit_addr(u), len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_HUGETLB |
+				    (giga ? MAP_HUGE_1GB : MAP_HUGE_2MB), -1, 0, &out);
 	if (r < 0) {
 		struct sp_pool pool;
 		bool none = sp_pool_get(page, -1, &pool) == 0 && pool.total == 0;
+		plain_units(u, n);
 		fall(rung, r == -ENOMEM ? (none ? SP_FALL_NO_POOL : SP_FALL_POOL_EMPTY)
 					: r == -EINVAL ? SP_FALL_UNSUPPORTED : SP_FALL_MMAP);
 		if (!giga && (now >= hugetlb_skip_until || n < hugetlb_skip_units))
 			hugetlb_skip_units = n;
 		*until = now + SKIP_NS;
-		return false;
-	}
-	if (!giga && !move_over(tmp, u, n)) {
-		fall(rung, SP_FALL_MMAP);
 		return false;
 	}
 	return true;

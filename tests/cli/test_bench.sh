@@ -29,7 +29,7 @@ oneline() { head -c 300 "$1" | tr '\n' '|'; }
 
 # Each kernel at a size that takes well under a second.
 TINY=(trans:256 trans2:256 transf:256 transw:256 mem2:4M gemmx:64 fft:1024 "himeno:1 --reps 2"
-	gups:8M tlbreach:4M stream:4M fault:64M)
+	gups:8M tlbreach:1M stream:4M fault:64M)
 
 # Runs kernel $1 (a path) with args; checks exit 0, result lines all check=ok.
 # Leaves its output in $tmp/kout. Echoes why it failed, or nothing.
@@ -44,6 +44,67 @@ kernel_ok() {
 		echo "$prog $*: no result line: $(oneline "$tmp/kout")"
 	elif grep -q 'check=FAIL' "$tmp/kout"; then
 		echo "$prog $*: a check failed: $(oneline "$tmp/kout")"
+	fi
+}
+
+# Ctrl-C in the middle of a run: the kernel is ended and the pools put back.
+test_interrupt_restores() {
+	local name=bench_interrupt_restores d=$HP/hugepages-2048kB before now pid st i
+	if [ -n "$no_preload" ]; then
+		skip $name "$no_preload"
+		return
+	fi
+	if ! is_root; then
+		skip $name "needs root to set up pools"
+		return
+	fi
+	remember "$d/nr_hugepages"
+	before=$(cat "$d/nr_hugepages")
+	"$SP" bench --kernel fault=256M --backing 2m --setup-pools --repeat 50 >"$tmp/out" 2>"$tmp/err" &
+	pid=$!
+	for i in $(seq 100); do
+		now=$(cat "$d/nr_hugepages")
+		[ "$now" != "$before" ] && grep -q 'round' "$tmp/err" && break
+		sleep 0.1
+	done
+	kill -INT $pid
+	wait $pid
+	st=$?
+	now=$(cat "$d/nr_hugepages")
+	if [ "$now" != "$before" ]; then
+		fail $name "the 2M pool was $before and is $now after Ctrl-C"
+	elif [ $st != 130 ]; then
+		fail $name "exit status $st after SIGINT, want 130: $(oneline "$tmp/err")"
+	elif ! grep -q 'interrupted; pools put back' "$tmp/err"; then
+		fail $name "it did not say it put the pools back: $(oneline "$tmp/err")"
+	else
+		pass $name
+	fi
+	restore
+}
+
+# --allow-sysfs sets THP "always" around the thp-always runs only, and puts it back.
+test_allow_sysfs() {
+	local name=bench_allow_sysfs f=/sys/kernel/mm/transparent_hugepage/enabled before after
+	if [ -n "$no_preload" ]; then
+		skip $name "$no_preload"
+		return
+	fi
+	if ! is_root || [ ! -w $f ]; then
+		skip $name "needs root to change THP's mode"
+		return
+	fi
+	before=$(cat $f)
+	sp bench --kernel gups=8M --backing thp --peers --allow-sysfs --repeat 1
+	after=$(cat $f)
+	if [ "$rc" != 0 ]; then
+		fail $name "exit $rc: $(oneline "$tmp/err")"
+	elif [ "$after" != "$before" ]; then
+		fail $name "THP enabled was '$before' and is '$after'"
+	elif ! grep -q 'thp-always' "$tmp/out" || grep -q 'skipping thp-always' "$tmp/err"; then
+		fail $name "no thp-always run: $(oneline "$tmp/err")"
+	else
+		pass $name
 	fi
 }
 
@@ -129,6 +190,7 @@ test_bad_args() {
 	expect_usage_error bench_unknown_option bench --fast
 	expect_usage_error bench_json_no_file bench --json
 	expect_usage_error bench_kernels_dir bench --kernels /nonexistent
+	expect_usage_error bench_sysfs_without_peers bench --allow-sysfs
 }
 
 # The 2-kernel, 2-backing, 1-round run: it completes, its JSON has DESIGN.md's fields,
@@ -262,4 +324,6 @@ test_bad_args
 test_run_json
 test_skip_marked
 test_setup_pools
+test_interrupt_restores
+test_allow_sysfs
 exit $failed
