@@ -57,7 +57,7 @@ RT_SO := $(B)/libsuperpage-run.so
 RT_A := $(B)/libsuperpage-rt-test.a
 LIB_SO := $(B)/$(SONAME)
 CLI := $(B)/superpage
-MALLOCBENCH := $(B)/bench/mallocbench
+MALLOCBENCH := $(B)/bench/kernels/malloc
 KERNEL_SRC := $(wildcard bench/kernels/*.c)
 KERNEL_BIN := $(KERNEL_SRC:bench/kernels/%.c=$(B)/bench/kernels/%)
 IDEAL_BIN := $(KERNEL_SRC:bench/kernels/%.c=$(B)/bench/ideal/%)
@@ -123,11 +123,6 @@ $(B)/tests/preload/%: tests/preload/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -lpthread -lm
 
-# Run under glibc, superpage run, mimalloc and jemalloc: unsanitized, like tests/preload.
-$(MALLOCBENCH): bench/mallocbench.c
-	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -lpthread
-
 # The benchmark kernels: plain programs (unsanitized, run under superpage run), and the
 # same sources built as the "ideal", their arrays from strict sp_alloc (bench/kernel.h).
 $(B)/bench/kernels/%: bench/kernels/%.c bench/kernel.h $(wildcard bench/*.h)
@@ -146,7 +141,7 @@ check: tests
 	@bash tests/run.sh $(B)
 
 # The main job: every kernel under each backing, pools set up for it and put back.
-bench: all kernels $(MALLOCBENCH) $(B)/tests/preload/gups_malloc
+bench: all kernels $(B)/tests/preload/gups_malloc
 	@mkdir -p $(B)/bench
 	set -o pipefail; $(CLI) bench --quick --setup-pools --json $(B)/bench/report.json \
 		--csv $(B)/bench/report.csv --svg $(B)/bench/report.svg | tee $(B)/bench/report.txt

@@ -4,7 +4,7 @@
 # against plain. Reports; never asserts a speed.
 #
 # usage: bash bench/compare.sh BUILD_DIR [--quick]
-# Needs BUILD_DIR/superpage, BUILD_DIR/bench/mallocbench and
+# Needs BUILD_DIR/superpage, BUILD_DIR/bench/kernels/malloc and
 # BUILD_DIR/tests/preload/gups_malloc (make bench builds them). mimalloc and jemalloc are
 # used where installed (apt-get install libmimalloc2.0 libjemalloc2). Each round runs
 # every allocator once, the first one rotating; 3 rounds of the malloc kernels (1 with
@@ -36,7 +36,7 @@ KERNELS=(mixed larson realloc)
 THREADS=(1 2)
 
 SP=$B/superpage
-MB=$B/bench/mallocbench
+MB=$B/bench/kernels/malloc
 GUPS=$B/tests/preload/gups_malloc
 for f in "$SP" "$MB" "$GUPS" "$B/libsuperpage-run.so"; do
 	if [ ! -x "$f" ] && [ ! -f "$f" ]; then

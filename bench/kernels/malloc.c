@@ -1,6 +1,7 @@
-/* mallocbench.c - malloc throughput (mixed sizes, larson hand-offs, realloc'd strings) under any malloc.
+/* malloc.c - malloc throughput (mixed sizes, larson hand-offs, realloc'd strings) under any malloc.
  *
- * usage: mallocbench KERNEL THREADS [SECONDS]     KERNEL: mixed, larson or realloc
+ * usage: malloc KERNEL THREADS [SECONDS]     KERNEL: mixed, larson or realloc
+ *        malloc --size THREADS                 mixed for 0.5 s, as superpage bench runs it
  *
  * A plain C program with no superpage calls: bench/compare.sh runs it under glibc,
  * `superpage run`, mimalloc and jemalloc. Each thread repeats one batch of work, drawn
@@ -9,7 +10,9 @@
  * of the blocks, is the same under every malloc and is checked equal across the batches
  * of a run. Ops are calls into the allocator (malloc, free, realloc).
  *
- * stdout, one line: kernel=K threads=N ops_per_s=X seconds=S checksum=C
+ * stdout, one line: kernel=K threads=N ops_per_s=X seconds=S checksum=C; with --size,
+ * the result line of bench/kernel.h instead, whose seconds are those of a million calls
+ * (the run is timed, its work is not fixed: the time of a fixed work is what compares).
  * Exit status: 0, 1 if a block did not hold what was written in it, 2 on bad arguments. */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "kernel.h"
 
 #define MAX_THREADS 256
 #define CACHE_LINE 64
@@ -110,7 +115,7 @@ static double now_s(void)
 
 static void die_oom(size_t n)
 {
-	fprintf(stderr, "mallocbench: out of memory allocating %zu bytes\n", n);
+	fprintf(stderr, "malloc: out of memory allocating %zu bytes\n", n);
 	exit(1);
 }
 
@@ -455,7 +460,8 @@ static void *realloc_thread(void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: mallocbench KERNEL THREADS [SECONDS]\n"
+		"usage: malloc KERNEL THREADS [SECONDS]\n"
+		"       malloc --size THREADS   (mixed for 0.5 s; prints superpage bench's result line)\n"
 		"  mixed    random malloc/free of 8 B-64 KiB (mostly <= 1 KiB) over %d slots a thread\n"
 		"  larson   each thread mallocs 16 B-4 KiB blocks and hands them to the next,\n"
 		"           which frees them (through a lock-free queue of %d)\n"
@@ -469,9 +475,16 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	if (argc == 2 && !strcmp(argv[1], "--help")) {
+	bool contract = argc == 3 && !strcmp(argv[1], "--size");
+	char *mixed_args[] = { argv[0], "mixed", argc > 2 ? argv[2] : NULL, "0.5", NULL };
+
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		usage(stdout);
 		return 0;
+	}
+	if (contract) {
+		argv = mixed_args;
+		argc = 4;
 	}
 	if (argc < 3 || argc > 4) {
 		usage(stderr);
@@ -482,21 +495,21 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], kernel_names[k]))
 			break;
 	if (k == 3) {
-		fprintf(stderr, "mallocbench: unknown kernel '%s' (mixed, larson, realloc)\n", argv[1]);
+		fprintf(stderr, "malloc: unknown kernel '%s' (mixed, larson, realloc)\n", argv[1]);
 		return 2;
 	}
 	char *end;
 	errno = 0;
 	long t = strtol(argv[2], &end, 10);
 	if (errno || end == argv[2] || *end || t < 1 || t > MAX_THREADS) {
-		fprintf(stderr, "mallocbench: THREADS '%s' is not from 1 to %d\n", argv[2], MAX_THREADS);
+		fprintf(stderr, "malloc: THREADS '%s' is not from 1 to %d\n", argv[2], MAX_THREADS);
 		return 2;
 	}
 	double seconds = 1.0;
 	if (argc == 4) {
 		seconds = strtod(argv[3], &end);
 		if (end == argv[3] || *end || !(seconds > 0 && seconds <= 3600)) {
-			fprintf(stderr, "mallocbench: SECONDS '%s' is not from 0 to 3600\n", argv[3]);
+			fprintf(stderr, "malloc: SECONDS '%s' is not from 0 to 3600\n", argv[3]);
 			return 2;
 		}
 	}
@@ -526,7 +539,7 @@ int main(int argc, char **argv)
 		workers[i].index = i;
 		int rc = pthread_create(&workers[i].thread, NULL, fn, &workers[i]);
 		if (rc) {
-			fprintf(stderr, "mallocbench: pthread_create: %s\n", strerror(rc));
+			fprintf(stderr, "malloc: pthread_create: %s\n", strerror(rc));
 			return 1;
 		}
 	}
@@ -548,9 +561,17 @@ int main(int argc, char **argv)
 	bool ok = true;
 	for (int i = 0; i < n_threads; i++)
 		if (workers[i].error[0]) {
-			fprintf(stderr, "mallocbench: thread %d: %s\n", i, workers[i].error);
+			fprintf(stderr, "malloc: thread %d: %s\n", i, workers[i].error);
 			ok = false;
 		}
+	if (contract) {
+		struct bench_args a = { .size = (uint64_t)n_threads };
+		bench_result(&a, "malloc/mixed", a.size, ops ? dt * 1e6 / (double)ops : 0,
+			     (double)ops / dt, "ops/s", ok && ops);
+		free(queues);
+		free(pattern);
+		return bench_exit(&a);
+	}
 	printf("kernel=%s threads=%d ops_per_s=%.0f seconds=%.3f checksum=%016" PRIx64 "\n",
 	       kernel_names[kernel], n_threads, (double)ops / dt, dt, checksum);
 	free(queues);
