@@ -104,7 +104,7 @@ $(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) $(RT_A) tests/check.
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -Isrc/runtime -o $@ $< $(UNIT_HELP_OBJ) $(RT_A) $(LIB_A) $(LIBS)
 
 # The bench runner's readers and writers are tested apart from the command.
-BENCHOUT_OBJ := $(B)/obj/src/cli/benchout.o $(B)/obj/src/cli/json.o
+BENCHOUT_OBJ := $(B)/obj/src/cli/benchout.o $(B)/obj/src/cli/benchsvg.o $(B)/obj/src/cli/json.o
 $(B)/tests/unit/test_benchout: tests/unit/test_benchout.c $(BENCHOUT_OBJ) $(LIB_A) tests/check.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -Isrc/cli -o $@ $< $(BENCHOUT_OBJ) $(LIB_A) $(LIBS) -lm

@@ -75,4 +75,23 @@ void bench_write_csv(FILE *f, const struct bench_row *rows, int n);
 void bench_write_svg(FILE *f, const struct bench_machine *m, const struct bench_row *rows,
 		     int n, const char *const *backings, int nb);
 
+/* ---------- shared by the writers (benchout.c, benchsvg.c) ---------- */
+int bench_parse_u64(const char *s, size_t len, uint64_t *out);
+int bench_rounds(const struct bench_row *r);
+bool bench_is_4k(const struct bench_row *r);
+const struct bench_row *bench_find_row(const struct bench_row *rows, int n,
+				      const struct bench_row *like, const char *backing);
+/* The backings to show (the caller's, or those of the rows); free *out. -1: no memory. */
+int bench_backing_list(const struct bench_row *rows, int n, const char *const *backings, int nb,
+		       const char ***out);
+/* The first row of each (case, size), in order; free *out. -1: no memory. */
+int bench_case_list(const struct bench_row *rows, int n, int **out);
+const char *bench_fmt_bytes(uint64_t b, char *buf, size_t len);
+const char *bench_fmt_size(const char *size, char *buf, size_t len);
+const char *bench_fmt_metric(double v, char *buf, size_t len);
+const char *bench_fmt_speedup(double s, char *buf, size_t len);
+const char *bench_fmt_coverage(double c, char *buf, size_t len);
+const char *bench_row_why(const struct bench_row *r);
+const struct bench_machine *bench_machine_or_blank(const struct bench_machine *m);
+
 #endif
