@@ -109,6 +109,15 @@ static inline void bench_parse_args(int argc, char **argv, const char *usage,
 	}
 }
 
+/* Repetitions of an n x n pass that do the work of one pass at order n_ref (at least
+ * 1, at most 1000000): a small matrix, in cache, still runs long enough to time. */
+static inline unsigned bench_square_reps(uint64_t n, uint64_t n_ref)
+{
+	uint64_t r = n_ref * n_ref / (n * n);
+
+	return r < 1 ? 1 : r > 1000000 ? 1000000 : (unsigned)r;
+}
+
 /* Prints one result line; a failed check makes the kernel exit 1 at the end. */
 static inline void bench_result(struct bench_args *a, const char *name, uint64_t size,
 				double seconds, double metric, const char *unit, int ok)

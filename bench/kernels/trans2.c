@@ -3,7 +3,7 @@
 
 #define DEFAULT_N 8192
 #define MAX_N (1u << 24) /* keeps n * n * 8 and every cell value exact in a double */
-#define AUTO_N 4096       /* the default --reps does the work of one transpose at this n */
+#define AUTO_N 8192       /* the default --reps does the work of one transpose at this n */
 #define MAX_REPS 1000000  /* what --reps accepts */
 
 static const char usage[] =
@@ -14,8 +14,8 @@ static const char usage[] =
 	"The column side moves n*8 bytes a step. Reports MB/s (10^6 bytes/s), counting\n"
 	"2*n*n*8 bytes moved a transpose.\n"
 	"  --size N  the matrix order n (default 8192, two 512 MiB arrays; the seed used 1000)\n"
-	"  --reps R  transposes timed per case (default (4096/n)^2, at least 1: one at\n"
-	"            n=8192, 16 at the seed's n=1000, 256 at n=256)\n";
+	"  --reps R  transposes timed per case (default (8192/n)^2, at least 1: one at\n"
+	"            n=8192, 67 at the seed's n=1000, 1024 at n=256)\n";
 
 /* What a[i][j] holds: distinct for every cell and exact in a double, so a misplaced
  * element cannot pass the check. */
@@ -49,15 +49,6 @@ static int check(const char *name, const double *b, size_t n)
 				return 0;
 			}
 	return 1;
-}
-
-/* Enough transposes that a small n, whose arrays sit in cache, still runs long enough
- * to time; one at the default n, whose single transpose already takes most of a second. */
-static unsigned auto_reps(size_t n)
-{
-	uint64_t r = (uint64_t)AUTO_N * AUTO_N / ((uint64_t)n * n);
-
-	return r < 1 ? 1 : r > MAX_REPS ? MAX_REPS : (unsigned)r;
 }
 
 static void run_case(struct bench_args *args, const char *name,
@@ -97,7 +88,7 @@ int main(int argc, char **argv)
 	}
 	n = (size_t)args.size;
 	if (!args.reps)
-		args.reps = auto_reps(n);
+		args.reps = bench_square_reps(n, AUTO_N);
 	bytes = n * n * sizeof(double);
 
 	a = bench_alloc(bytes);

@@ -3,7 +3,7 @@
 
 #define DEFAULT_N 8192
 #define MAX_N (1u << 24) /* keeps n * n * 8 and every cell value exact in a double */
-#define AUTO_N 4096       /* the default --reps does the work of one transpose at this n */
+#define AUTO_N 8192       /* the default --reps does the work of one transpose at this n */
 #define MAX_REPS 1000000  /* what --reps accepts */
 #define HUGE_2M ((uintptr_t)2 << 20)
 /* Half a huge page and one base page: every 2 MiB boundary falls mid-array, and no
@@ -19,8 +19,8 @@ static const char usage[] =
 	"(10^6 bytes/s), counting 2*n*n*8 bytes moved a transpose.\n"
 	"  --size N  the matrix order n (default 8192, two 512 MiB arrays; the seed names no\n"
 	"            size, only \"a very large working set\")\n"
-	"  --reps R  transposes timed per case (default (4096/n)^2, at least 1: one at\n"
-	"            n=8192, 256 at n=256)\n";
+	"  --reps R  transposes timed per case (default (8192/n)^2, at least 1: one at\n"
+	"            n=8192, 1024 at n=256)\n";
 
 /* What a[i][j] holds: distinct for every cell and exact in a double, so a misplaced
  * element cannot pass the check. */
@@ -47,15 +47,6 @@ static int check(const char *name, const double *b, size_t n)
 				return 0;
 			}
 	return 1;
-}
-
-/* Enough transposes that a small n, whose arrays sit in cache, still runs long enough
- * to time; one at the default n, whose single transpose already takes most of a second. */
-static unsigned auto_reps(size_t n)
-{
-	uint64_t r = (uint64_t)AUTO_N * AUTO_N / ((uint64_t)n * n);
-
-	return r < 1 ? 1 : r > MAX_REPS ? MAX_REPS : (unsigned)r;
 }
 
 /* The array offset bytes past the first 2 MiB boundary in block. */
@@ -108,7 +99,7 @@ int main(int argc, char **argv)
 	}
 	n = (size_t)args.size;
 	if (!args.reps)
-		args.reps = auto_reps(n);
+		args.reps = bench_square_reps(n, AUTO_N);
 	/* Room to round up to 2 MiB and then move on by OFFSET. */
 	block = n * n * sizeof(double) + HUGE_2M + OFFSET;
 

@@ -9,6 +9,7 @@
 
 #include "heap.h"
 #include "internal.h"
+#include "shm.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -94,6 +95,11 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		if (r != MAP_FAILED && in_heap(addr, len))
 			pages_note_foreign((uintptr_t)addr, len);
 		return r;
+	}
+	if (!addr && (flags & (MAP_TYPE | MAP_ANONYMOUS)) == (MAP_SHARED | MAP_ANONYMOUS)) {
+		void *shared = shm_map(len, prot, flags); /* --shm: on hugetlb, or NULL */
+		if (shared)
+			return shared;
 	}
 	if (addr || len == 0 || !ours(prot, flags) || !rt_init())
 		return real_mmap(addr, len, prot, flags, fd, off);

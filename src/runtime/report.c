@@ -451,6 +451,7 @@ static void account_read(struct account *a)
 		a->comm[0] = 0;
 	a->comm[16] = 0;
 	rt_stats_get(&a->st);
+	rt_brk_stats(&a->st);
 	a->cov_err = sp_coverage(0, &a->cov);
 	if (a->cov_err < 0)
 		memset(&a->cov, 0, sizeof a->cov);
@@ -493,9 +494,12 @@ static void report_json(struct out *o, const struct account *a)
 		(unsigned long long)st->units_peak, (unsigned long long)st->large_blocks,
 		(unsigned long long)st->large_bytes, (unsigned long long)st->mremaps,
 		(unsigned long long)st->released_units);
-	put_fmt(o, "},\"mmaps\":{\"small\":%llu,\"small_bytes\":%llu,\"large\":%llu},\"falls\":{",
+	put_fmt(o, "},\"mmaps\":{\"small\":%llu,\"small_bytes\":%llu,\"large\":%llu}",
 		(unsigned long long)st->small_mmaps, (unsigned long long)st->small_mmap_bytes,
 		(unsigned long long)st->large_mmaps);
+	put_fmt(o, ",\"brk\":{\"bytes\":%llu,\"peak\":%llu,\"emulated\":%s},\"falls\":{",
+		(unsigned long long)st->brk_bytes, (unsigned long long)st->brk_peak,
+		st->brk_emulated ? "true" : "false");
 	for (int b = 0; b < SP_BACKING_COUNT; b++) {
 		bool first_why = true;
 
@@ -578,8 +582,16 @@ static void report_text(struct out *o, const struct account *a)
 	put_human(o, st->in_use);
 	put_str(o, " in use at exit, peak ");
 	put_human(o, st->peak_in_use);
-	put_fmt(o, "; %llu mallocs, %llu frees\n", (unsigned long long)st->mallocs,
+	put_fmt(o, "; %llu mallocs, %llu frees", (unsigned long long)st->mallocs,
 		(unsigned long long)st->frees);
+	if (st->brk_used) {
+		put_str(o, "; program break ");
+		put_human(o, st->brk_bytes);
+		put_str(o, " (peak ");
+		put_human(o, st->brk_peak);
+		put_str(o, st->brk_emulated ? ", emulated on THP)" : ", the kernel's)");
+	}
+	put_char(o, '\n');
 
 	line_start(o, a);
 	put_str(o, "2 MiB units:");

@@ -30,8 +30,15 @@ struct rt_stats {
 	uint64_t large_mmaps;       /* mmaps of at least SUPERPAGE_MIN aligned to 2 MiB */
 	/* Falls: a rung that was asked for and not had, by reason (enum sp_fall). */
 	uint64_t falls[SP_BACKING_COUNT][SP_FALL_COUNT];
+	/* The program break (sbrk, brk): bytes from its start to the break now and the
+	 * most there were; used: the program moved or read it; emulated: on THP in a
+	 * range of the runtime's (else the kernel's). Filled by rt_brk_stats. */
+	uint64_t brk_bytes, brk_peak;
+	bool brk_used, brk_emulated;
 };
 void rt_stats_get(struct rt_stats *out);
+/* Adds the program break's counts and falls to st (brk.c). */
+void rt_brk_stats(struct rt_stats *st);
 
 /* Writes the account of this process (stats + smaps coverage) to fd: a short text
  * report, or JSON when json is true. Called at exit when SUPERPAGE_STATS is set. */

@@ -28,7 +28,7 @@ have_python() { command -v python3 >/dev/null 2>&1; }
 oneline() { head -c 300 "$1" | tr '\n' '|'; }
 
 # Each kernel at a size that takes well under a second.
-TINY=(trans:256 trans2:256 transf:256 transw:256 mem2:4M gemmx:64 fft:1024 "himeno:1 --reps 2"
+TINY=("trans:256 --reps 4" "trans2:256 --reps 4" "transf:256 --reps 4" "transw:256 --reps 4" mem2:4M gemmx:64 fft:1024 "himeno:1 --reps 2"
 	gups:8M tlbreach:1M stream:4M fault:64M malloc:1)
 
 # Runs kernel $1 (a path) with args; checks exit 0, result lines all check=ok.

@@ -1,0 +1,395 @@
+/* shm.c - shared memory on 2 MiB hugetlb pages under --shm (SUPERPAGE_SHM=yes): the SysV
+ * segments a program creates and its MAP_SHARED|MAP_ANONYMOUS mappings go on pages
+ * reserved from the pool when it can hold them; anything else, and every fall, stays
+ * exactly as the program asked. memfd_create is left alone (see superpage-run(7)). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "heap.h"
+#include "internal.h"
+#include "shm.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+#define HUGE_SIZE_SHIFT 26                       /* SHM_HUGE_SHIFT, MFD_HUGE_SHIFT */
+#define HUGE_SIZE_BITS (0x3f << HUGE_SIZE_SHIFT) /* the page size asked, log2 */
+#define HUGE_SIZE_2MB (21 << HUGE_SIZE_SHIFT)
+#ifndef SHM_STAT_ANY
+#define SHM_STAT_ANY 15
+#endif
+
+/* ---------- counts, and saying the falls ---------- */
+
+static _Atomic uint64_t n_segments, n_segment_bytes, n_maps, n_map_bytes;
+static _Atomic uint64_t segment_falls[SP_FALL_COUNT], map_falls[SP_FALL_COUNT];
+
+enum kind { SYSV = 0, ANON = 1 };
+static const char *const what[] = { "a SysV segment", "a shared anonymous mapping" };
+
+/* (kind, reason) pairs said already, in the process they were said in. */
+static _Atomic uint32_t said;
+static _Atomic int said_pid;
+
+_Static_assert(2 * SP_FALL_COUNT <= 32, "one bit per (kind, reason)");
+
+/* Counts a fall; true if it is to be said: once per kind and reason in each process
+ * with --verbose, every time from -vv on. */
+static bool fall(enum kind k, enum sp_fall why)
+{
+	const struct sp_options *o = rt_options();
+	uint32_t bit = 1u << ((unsigned)k * SP_FALL_COUNT + (unsigned)why);
+	int me;
+
+	atomic_fetch_add(k == SYSV ? &segment_falls[why] : &map_falls[why], 1);
+	if (o->verbose < 1)
+		return false;
+	if (o->verbose >= 2)
+		return true;
+	me = (int)getpid();
+	if (atomic_load(&said_pid) != me) {
+		atomic_store(&said, 0);
+		atomic_store(&said_pid, me);
+	}
+	return !(atomic_fetch_or(&said, bit) & bit);
+}
+
+void rt_shm_stats_get(struct rt_shm_stats *out)
+{
+	out->segments = atomic_load(&n_segments);
+	out->segment_bytes = atomic_load(&n_segment_bytes);
+	out->maps = atomic_load(&n_maps);
+	out->map_bytes = atomic_load(&n_map_bytes);
+	for (int f = 0; f < SP_FALL_COUNT; f++) {
+		out->segment_falls[f] = atomic_load(&segment_falls[f]);
+		out->map_falls[f] = atomic_load(&map_falls[f]);
+	}
+}
+
+/* ---------- when to ---------- */
+
+/* --shm is on and len is worth 2 MiB pages. Not under --backing 4k: that is the
+ * baseline, base pages only. */
+static bool wanted(size_t len)
+{
+	const struct sp_options *o;
+
+	if (!rt_init())
+		return false;
+	o = rt_options();
+	return o->shm && o->backing != SP_BACKING_4K && o->min && len >= o->min;
+}
+
+static bool round_2m(size_t len, size_t *out)
+{
+	if (len > SIZE_MAX - (SP_2M_SIZE - 1))
+		return false;
+	*out = (len + SP_2M_SIZE - 1) & ~(size_t)(SP_2M_SIZE - 1);
+	return true;
+}
+
+/* Whether the 2 MiB pool can hold bytes (a multiple of 2 MiB) now: -1 if it can,
+ * else the reason (enum sp_fall). *room: the pages it has to spare, free and not
+ * reserved plus those it may still overcommit. The kernel reserves them at map
+ * time and refuses the map when another process took them first: never SIGBUS. */
+static int pool_room(size_t bytes, long *room)
+{
+	struct sp_pool p;
+	long r;
+
+	*room = 0;
+	if (sp_pool_get(SP_2M_SIZE, -1, &p) < 0)
+		return SP_FALL_NO_POOL;
+	r = p.free - p.reserved;
+	if (p.overcommit > p.surplus)
+		r += p.overcommit - p.surplus;
+	*room = r > 0 ? r : 0;
+	if (p.total == 0 && *room == 0)
+		return SP_FALL_NO_POOL;
+	return (uint64_t)*room >= bytes / SP_2M_SIZE ? -1 : SP_FALL_POOL_EMPTY;
+}
+
+static void say_pool(enum kind k, int why, size_t len, size_t rounded, long room)
+{
+	if (why == SP_FALL_NO_POOL)
+		rt_verbose(1, "pid %d: --shm: %s of %zu bytes stays on base pages: no 2M hugetlb "
+			   "pool (superpage pool --size 2M COUNT)", (int)getpid(), what[k], len);
+	else
+		rt_verbose(1, "pid %d: --shm: %s of %zu bytes stays on base pages: the 2M pool "
+			   "has %ld pages to spare, %zu needed", (int)getpid(), what[k], len, room,
+			   (size_t)(rounded / SP_2M_SIZE));
+}
+
+/* ---------- SysV segments ---------- */
+
+/* The segments this process created on 2 MiB pages, by id, with the size the program
+ * asked for: IPC_STAT shows that size, as it would have been. A removed segment's
+ * entry stays (it may still be attached, and stat'ed) until its slot is needed. */
+#define SEGMENTS 256
+enum { SLOT_FREE = 0, SLOT_CLAIMED, SLOT_LIVE, SLOT_REMOVED };
+struct segment {
+	int state;
+	int id;
+	size_t asked, rounded;
+};
+static struct segment segs[SEGMENTS];
+static pthread_mutex_t segs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void lock_for_fork(void) { pthread_mutex_lock(&segs_lock); }
+static void unlock_after_fork(void) { pthread_mutex_unlock(&segs_lock); }
+
+/* A fork while another thread holds the table must not leave the child a held lock. */
+__attribute__((constructor)) static void shm_constructor(void)
+{
+	pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+}
+
+/* A slot for a segment about to be created: a free one, else one of a removed
+ * segment; -1 if every slot holds a live segment. */
+static int slot_claim(void)
+{
+	int got = -1;
+
+	pthread_mutex_lock(&segs_lock);
+	for (int i = 0; i < SEGMENTS && got < 0; i++)
+		if (segs[i].state == SLOT_FREE)
+			got = i;
+	for (int i = 0; i < SEGMENTS && got < 0; i++)
+		if (segs[i].state == SLOT_REMOVED)
+			got = i;
+	if (got >= 0)
+		segs[got].state = SLOT_CLAIMED;
+	pthread_mutex_unlock(&segs_lock);
+	return got;
+}
+
+static void slot_set(int slot, int state, int id, size_t asked, size_t rounded)
+{
+	pthread_mutex_lock(&segs_lock);
+	/* The id is the kernel's now, not an older segment's with the same id. */
+	for (int i = 0; state == SLOT_LIVE && i < SEGMENTS; i++)
+		if (i != slot && segs[i].state >= SLOT_LIVE && segs[i].id == id)
+			segs[i].state = SLOT_FREE;
+	segs[slot] = (struct segment){ state, id, asked, rounded };
+	pthread_mutex_unlock(&segs_lock);
+}
+
+/* The entry of segment id (live, or removed if any is true); false if there is none. */
+static bool slot_find(int id, bool any, struct segment *out)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&segs_lock);
+	for (int i = 0; i < SEGMENTS && !found; i++)
+		if (segs[i].id == id &&
+		    (segs[i].state == SLOT_LIVE || (any && segs[i].state == SLOT_REMOVED))) {
+			*out = segs[i];
+			found = true;
+		}
+	pthread_mutex_unlock(&segs_lock);
+	return found;
+}
+
+static void slot_removed(int id)
+{
+	pthread_mutex_lock(&segs_lock);
+	for (int i = 0; i < SEGMENTS; i++)
+		if (segs[i].state == SLOT_LIVE && segs[i].id == id)
+			segs[i].state = SLOT_REMOVED;
+	pthread_mutex_unlock(&segs_lock);
+}
+
+/* Set once the kernel said EPERM to SHM_HUGETLB (not in vm.hugetlb_shm_group, no
+ * CAP_IPC_LOCK): it would say it again, so it is not asked again. */
+static atomic_bool sysv_denied;
+
+/* The real system calls (never dlsym: it may call malloc, and the runtime is malloc). */
+static long sys_shmget(key_t key, size_t size, int flg)
+{
+	return syscall(SYS_shmget, key, size, flg);
+}
+
+/* Creates the segment the program asks for on 2 MiB pages, when it is one to take and
+ * the pool can hold it: its id, or -1 if it was not taken or not had (the program's
+ * own call is made then). errno is left as it was. */
+static int sysv_huge(key_t key, size_t size, int flg)
+{
+	size_t rounded;
+	long room, id;
+	int why, slot, err, e = errno;
+
+	/* Only a call that may create a segment, with no huge page asked for already;
+	 * SHM_NORESERVE would leave hugetlb pages unreserved (SIGBUS when the pool runs
+	 * dry), so such a segment stays as asked. */
+	if (flg & (SHM_HUGETLB | SHM_NORESERVE | HUGE_SIZE_BITS))
+		return -1;
+	if (key != IPC_PRIVATE && !(flg & IPC_CREAT))
+		return -1;
+	if (!wanted(size) || !round_2m(size, &rounded))
+		return -1;
+	if (atomic_load(&sysv_denied)) {
+		if (fall(SYSV, SP_FALL_SKIPPED))
+			rt_verbose(1, "pid %d: --shm: %s of %zu bytes stays on base pages: "
+				   "SHM_HUGETLB was refused before (EPERM)", (int)getpid(), what[SYSV], size);
+		return -1;
+	}
+	why = pool_room(rounded, &room);
+	if (why >= 0) {
+		if (fall(SYSV, why))
+			say_pool(SYSV, why, size, rounded, room);
+		return -1;
+	}
+	slot = slot_claim();
+	if (slot < 0) {
+		if (fall(SYSV, SP_FALL_SKIPPED))
+			rt_verbose(1, "pid %d: --shm: %s of %zu bytes stays on base pages: %d segments "
+				   "on huge pages are live already", (int)getpid(), what[SYSV], size, SEGMENTS);
+		return -1;
+	}
+	/* With a key, IPC_EXCL: a segment that exists already is the program's own call's
+	 * to find (or refuse), as it would have been; only a new one is changed. */
+	id = sys_shmget(key, rounded, flg | SHM_HUGETLB | HUGE_SIZE_2MB |
+				      (key != IPC_PRIVATE ? IPC_CREAT | IPC_EXCL : 0));
+	err = errno;
+	errno = e;
+	if (id < 0) {
+		slot_set(slot, SLOT_FREE, 0, 0, 0);
+		if (err == EEXIST && key != IPC_PRIVATE)
+			return -1;
+		if (err == EPERM)
+			atomic_store(&sysv_denied, true);
+		if (fall(SYSV, err == ENOMEM ? SP_FALL_POOL_EMPTY : SP_FALL_MMAP)) {
+			if (err == EPERM)
+				rt_verbose(1, "pid %d: --shm: %s of %zu bytes stays on base pages: "
+					   "SHM_HUGETLB not permitted (EPERM: not in vm.hugetlb_shm_group, "
+					   "no CAP_IPC_LOCK)", (int)getpid(), what[SYSV], size);
+			else
+				rt_verbose(1, "pid %d: --shm: %s of %zu bytes stays on base pages: "
+					   "shmget with SHM_HUGETLB failed (errno %d)", (int)getpid(),
+					   what[SYSV], size, err);
+		}
+		return -1;
+	}
+	slot_set(slot, SLOT_LIVE, (int)id, size, rounded);
+	atomic_fetch_add(&n_segments, 1);
+	atomic_fetch_add(&n_segment_bytes, rounded);
+	rt_verbose(2, "pid %d: --shm: SysV segment %ld of %zu bytes on 2 MiB hugetlb pages "
+		   "(%zu reserved)", (int)getpid(), id, size, rounded);
+	return (int)id;
+}
+
+EXPORT int shmget(key_t key, size_t size, int flg)
+{
+	struct segment s;
+	int id = sysv_huge(key, size, flg);
+
+	if (id >= 0)
+		return id;
+	id = (int)sys_shmget(key, size, flg);
+	/* One of ours, found by its key: the kernel checked size against the rounded
+	 * size; the program's own segment would have been too small. */
+	if (id >= 0 && slot_find(id, false, &s) && size > s.asked) {
+		errno = EINVAL;
+		return -1;
+	}
+	return id;
+}
+
+EXPORT int shmctl(int id, int cmd, struct shmid_ds *buf)
+{
+	struct segment s;
+	long r = syscall(SYS_shmctl, id, cmd, buf);
+
+	if (r < 0)
+		return -1;
+	switch (cmd) {
+	case IPC_STAT:
+	case SHM_STAT:
+	case SHM_STAT_ANY:
+		/* SHM_STAT's id is an index; the segment's id is what it returns. */
+		if (slot_find(cmd == IPC_STAT ? id : (int)r, true, &s) &&
+		    buf->shm_segsz == s.rounded)
+			buf->shm_segsz = s.asked;
+		break;
+	case IPC_RMID:
+		slot_removed(id);
+		break;
+	}
+	return (int)r;
+}
+
+/* ---------- shared anonymous mappings ---------- */
+
+/* Set once memfd_create said the kernel has no hugetlb memfd. */
+static atomic_bool memfd_unsupported;
+
+static void say_map_fall(const char *why, size_t len, int err)
+{
+	rt_verbose(1, "pid %d: --shm: %s of %zu bytes stays on base pages: %s (errno %d)",
+		   (int)getpid(), what[ANON], len, why, err);
+}
+
+void *shm_map(size_t len, int prot, int flags)
+{
+	const int allowed = MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE;
+	long room, t;
+	void *out;
+	int fd, r, why, e;
+
+	/* As mmap.c takes private mappings: read-write, placed by us, no flag that hugetlb
+	 * would change the meaning of (MAP_NORESERVE: sparse memory; MAP_LOCKED, ...). */
+	if (prot != (PROT_READ | PROT_WRITE) || (flags & ~allowed) ||
+	    (flags & (MAP_SHARED | MAP_ANONYMOUS)) != (MAP_SHARED | MAP_ANONYMOUS) || !wanted(len))
+		return NULL;
+	/* The kernel refuses munmap and mprotect on part of a 2 MiB page: the program's
+	 * munmap(p, len) of its whole mapping would fail with EINVAL. */
+	if (len & (SP_2M_SIZE - 1)) {
+		if (fall(ANON, SP_FALL_UNSUPPORTED))
+			rt_verbose(1, "pid %d: --shm: %s of %zu bytes stays on base pages: its length "
+				   "is not a multiple of 2 MiB", (int)getpid(), what[ANON], len);
+		return NULL;
+	}
+	if (atomic_load(&memfd_unsupported)) {
+		fall(ANON, SP_FALL_UNSUPPORTED);
+		return NULL;
+	}
+	why = pool_room(len, &room);
+	if (why >= 0) {
+		if (fall(ANON, why))
+			say_pool(ANON, why, len, len, room);
+		return NULL;
+	}
+	fd = sp_os->memfd_create("superpage-shm", MFD_HUGETLB | MFD_CLOEXEC | HUGE_SIZE_2MB);
+	if (fd < 0) {
+		bool unsupported = fd == -EINVAL || fd == -ENOSYS;
+		if (unsupported)
+			atomic_store(&memfd_unsupported, true);
+		if (fall(ANON, unsupported ? SP_FALL_UNSUPPORTED : SP_FALL_MMAP))
+			say_map_fall("memfd_create(MFD_HUGETLB) failed", len, -fd);
+		return NULL;
+	}
+	/* A hugetlbfs file is sized by ftruncate alone (it has no write); the pages are
+	 * reserved by the mmap below, for the whole length. */
+	e = errno;
+	t = syscall(SYS_ftruncate, fd, (off_t)len);
+	r = t < 0 ? -errno : 0;
+	errno = e;
+	if (r == 0)
+		r = sp_os->mmap(NULL, len, prot, MAP_SHARED | (flags & MAP_POPULATE), fd, 0, &out);
+	sp_os->close(fd);
+	if (r < 0) {
+		if (fall(ANON, r == -ENOMEM ? SP_FALL_POOL_EMPTY : SP_FALL_MMAP))
+			say_map_fall("the hugetlb memfd could not be sized or mapped", len, -r);
+		return NULL;
+	}
+	atomic_fetch_add(&n_maps, 1);
+	atomic_fetch_add(&n_map_bytes, len);
+	rt_verbose(2, "pid %d: --shm: shared anonymous mapping %p of %zu bytes on 2 MiB "
+		   "hugetlb pages", (int)getpid(), out, len);
+	return out;
+}
