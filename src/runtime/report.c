@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "runtime.h"
+#include "shm.h"
 
 #define MSG_MAX 512      /* one message line */
 #define REPORT_MAX 4096  /* the whole account: one write, so lines of processes do not mix */
@@ -405,6 +406,7 @@ struct account {
 	int pid;
 	char comm[17];
 	struct rt_stats st;
+	struct rt_shm_stats shm;  /* --shm: shared memory on hugetlb, and its falls */
 	struct sp_coverage cov;
 	int cov_err;         /* sp_coverage's error, 0 if the coverage was read */
 	uint64_t hwm;        /* peak resident set (VmHWM; hugetlb is not in it), 0 if unknown */
@@ -451,6 +453,7 @@ static void account_read(struct account *a)
 		a->comm[0] = 0;
 	a->comm[16] = 0;
 	rt_stats_get(&a->st);
+	rt_shm_stats_get(&a->shm);
 	rt_brk_stats(&a->st);
 	a->cov_err = sp_coverage(0, &a->cov);
 	if (a->cov_err < 0)
@@ -462,6 +465,21 @@ static void account_read(struct account *a)
 static const enum sp_backing unit_rungs[] = { SP_BACKING_4K, SP_BACKING_THP, SP_BACKING_2M,
 					      SP_BACKING_1G };
 #define N_UNIT_RUNGS (sizeof unit_rungs / sizeof unit_rungs[0])
+
+/* The falls of --shm by reason, as "reason":N pairs (JSON) or " reason N" (text). */
+static bool put_shm_falls(struct out *o, const uint64_t *falls, bool json)
+{
+	bool any = false;
+
+	for (int f = 0; f < SP_FALL_COUNT; f++) {
+		if (!falls[f])
+			continue;
+		put_fmt(o, json ? "%s\"%s\":%llu" : "%s %s %llu", any ? "," : "",
+			sp_fall_name((enum sp_fall)f), (unsigned long long)falls[f]);
+		any = true;
+	}
+	return any;
+}
 
 static void report_json(struct out *o, const struct account *a)
 {
@@ -516,7 +534,14 @@ static void report_json(struct out *o, const struct account *a)
 		if (!first_why)
 			put_char(o, '}');
 	}
-	put_str(o, "}}\n");
+	put_fmt(o, "},\"shm\":{\"segments\":%llu,\"segment_bytes\":%llu,\"maps\":%llu,"
+		"\"map_bytes\":%llu,\"segment_falls\":{", (unsigned long long)a->shm.segments,
+		(unsigned long long)a->shm.segment_bytes, (unsigned long long)a->shm.maps,
+		(unsigned long long)a->shm.map_bytes);
+	put_shm_falls(o, a->shm.segment_falls, true);
+	put_str(o, "},\"map_falls\":{");
+	put_shm_falls(o, a->shm.map_falls, true);
+	put_str(o, "}}}\n");
 }
 
 /* Starts a line of the text report: "superpage: pid N (comm): ". */
@@ -611,6 +636,22 @@ static void report_text(struct out *o, const struct account *a)
 		(unsigned long long)st->small_mmaps);
 	put_human(o, st->small_mmap_bytes);
 	put_fmt(o, " now), %llu large aligned\n", (unsigned long long)st->large_mmaps);
+
+	if (rt_options()->shm) {
+		line_start(o, a);
+		put_fmt(o, "shm on 2 MiB hugetlb: %llu SysV segments (",
+			(unsigned long long)a->shm.segments);
+		put_human(o, a->shm.segment_bytes);
+		put_fmt(o, "), %llu shared mappings (", (unsigned long long)a->shm.maps);
+		put_human(o, a->shm.map_bytes);
+		put_str(o, "); segments left on base pages:");
+		if (!put_shm_falls(o, a->shm.segment_falls, false))
+			put_str(o, " none");
+		put_str(o, "; mappings:");
+		if (!put_shm_falls(o, a->shm.map_falls, false))
+			put_str(o, " none");
+		put_char(o, '\n');
+	}
 
 	line_start(o, a);
 	put_str(o, "fallbacks:");

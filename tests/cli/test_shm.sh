@@ -16,7 +16,7 @@ P2M=/sys/kernel/mm/hugepages/hugepages-2048kB
 tmp=$(mktemp -d)
 # shellcheck source=tests/cli/lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-trap 'put_pool_back; remove_segments; rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM HUP
 
 # What the tests see must come from superpage run, not from whoever started them.
@@ -102,6 +102,8 @@ pool_add() { # n
 	fi
 	return 0
 }
+
+trap 'put_pool_back; remove_segments; rm -rf "$tmp"' EXIT
 
 # ---------- running the program ----------
 
