@@ -68,3 +68,14 @@ expect_usage_error() { # name args...
 		pass "$name"
 	fi
 }
+
+# Why this build's runtime cannot be preloaded into other programs, or nothing: the
+# SANITIZE build's runtime brings ASan, which must come first and owns malloc (found by
+# the build directory's name or by the library itself).
+preload_blocker() { # build_dir runtime
+	case "/${1%/}" in
+	*/san) ;;
+	*) grep -qa 'libasan\.so' "$2" 2>/dev/null || return 0 ;;
+	esac
+	echo "the SANITIZE build's runtime cannot be preloaded (ASan owns malloc)"
+}

@@ -19,10 +19,7 @@ trap 'exit 130' INT TERM HUP
 
 unset LD_PRELOAD GLIBC_TUNABLES BENCH_IDEAL BENCH_SMAPS "${!SUPERPAGE_@}"
 
-no_preload=''
-case "/$B" in
-*/san) no_preload="the SANITIZE build's runtime cannot be preloaded (ASan owns malloc)" ;;
-esac
+no_preload=$(preload_blocker "$B" "$B/libsuperpage-run.so")
 
 have_python() { command -v python3 >/dev/null 2>&1; }
 oneline() { head -c 300 "$1" | tr '\n' '|'; }
@@ -49,7 +46,7 @@ kernel_ok() {
 
 # Ctrl-C in the middle of a run: the kernel is ended and the pools put back.
 test_interrupt_restores() {
-	local name=bench_interrupt_restores d=$HP/hugepages-2048kB before now pid st i
+	local name=bench_interrupt_restores d=$HP/hugepages-2048kB before now pid st
 	if [ -n "$no_preload" ]; then
 		skip $name "$no_preload"
 		return
@@ -62,7 +59,7 @@ test_interrupt_restores() {
 	before=$(cat "$d/nr_hugepages")
 	"$SP" bench --kernel fault=256M --backing 2m --setup-pools --repeat 50 >"$tmp/out" 2>"$tmp/err" &
 	pid=$!
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		now=$(cat "$d/nr_hugepages")
 		[ "$now" != "$before" ] && grep -q 'round' "$tmp/err" && break
 		sleep 0.1

@@ -18,14 +18,9 @@ running=''
 # shellcheck source=tests/cli/lib.sh
 . "$here/lib.sh"
 
-# The SANITIZE build's runtime brings ASan, which must come first and owns malloc: it
-# cannot be preloaded (whatever the build directory is called).
-case "/${B%/}" in
-*/san) san=1 ;;
-*) grep -qa 'libasan\.so' "$RT" 2>/dev/null && san=1 || san=0 ;;
-esac
-if [ "$san" = 1 ]; then
-	skip preload "ASan owns malloc; the preload runs in the plain build"
+why=$(preload_blocker "$B" "$RT")
+if [ -n "$why" ]; then
+	skip preload "$why; the preload runs in the plain build"
 	exit 0
 fi
 if [ ! -f "$RT" ]; then

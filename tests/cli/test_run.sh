@@ -20,10 +20,7 @@ unset LD_PRELOAD "${!SUPERPAGE_@}"
 
 # ASan brings its own malloc and must come first: its runtime cannot be preloaded into
 # other programs, so the tests that start a dynamic program under run are skipped.
-no_preload=''
-case "/$B" in
-*/san) no_preload="the SANITIZE build's runtime cannot be preloaded (ASan owns malloc)" ;;
-esac
+no_preload=$(preload_blocker "$B" "$B/libsuperpage-run.so")
 
 # ---------- helpers ----------
 

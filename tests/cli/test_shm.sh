@@ -23,14 +23,9 @@ trap 'exit 130' INT TERM HUP
 unset LD_PRELOAD "${!SUPERPAGE_@}"
 export LC_ALL=C
 
-# ASan brings its own malloc and must come first: the SANITIZE build's runtime cannot
-# be preloaded into other programs.
-case "/$B" in
-*/san) san=1 ;;
-*) grep -qa 'libasan\.so' "$RT" 2>/dev/null && san=1 || san=0 ;;
-esac
-if [ "$san" = 1 ]; then
-	skip shm "the SANITIZE build's runtime cannot be preloaded (ASan owns malloc)"
+why=$(preload_blocker "$B" "$RT")
+if [ -n "$why" ]; then
+	skip shm "$why"
 	exit 0
 fi
 if [ ! -x "$SP" ] || [ ! -f "$RT" ] || [ ! -x "$PROG" ]; then
