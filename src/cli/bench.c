@@ -44,7 +44,8 @@ void usage_bench(void)
 	      "  --backing B,...    4k, auto, thp, 2m, 1g (default: all five, thp left out with\n"
 	      "                     --quick; 4k is always run, it is the baseline)\n"
 	      "  --repeat N         rounds (default 5, 3 with --quick; at most 50)\n"
-	      "  --quick            fewer sizes and rounds: a few minutes in all\n"
+	      "  --quick            fewer sizes and rounds, and without trans2 and transw unless\n"
+	      "                     named: a few minutes in all\n"
 	      "  --peers            also glibc's malloc.hugetlb=1 and =2, mimalloc and jemalloc\n"
 	      "                     with their huge page options (where installed), and the\n"
 	      "                     ideal: each kernel built with its arrays from strict\n"
@@ -71,7 +72,7 @@ enum est { EST_BYTES, EST_MATRIX, EST_POINTS, EST_GRID };
 struct kernel_spec {
 	const char *name;
 	const char *sizes;   /* --size values of a full run, space-separated */
-	const char *quick;   /* of --quick */
+	const char *quick;   /* of --quick; NULL: not in --quick unless named */
 	const char *args;    /* more arguments, or NULL */
 	enum est est;        /* how --size turns into bytes of data */
 	unsigned mult;       /* data = mult x that */
@@ -81,11 +82,11 @@ struct kernel_spec {
 
 static const struct kernel_spec kernel_specs[] = {
 	{ "trans", "1000 4096 8192", "1000 8192", NULL, EST_MATRIX, 2 },
-	{ "trans2", "1000 8192", "8192", NULL, EST_MATRIX, 2 },
+	{ "trans2", "1000 8192", NULL, NULL, EST_MATRIX, 2 },
 	{ "transf", "1000 4096 8192 8200", "8192", NULL, EST_MATRIX, 2 },
-	{ "transw", "8192", "8192", NULL, EST_MATRIX, 2 },
-	{ "mem2", "512M", "128M", NULL, EST_BYTES, 2 },
-	{ "gemmx", "1000 2000", "2000", NULL, EST_MATRIX, 3 },
+	{ "transw", "8192", NULL, NULL, EST_MATRIX, 2 },
+	{ "mem2", "512M", "64M", NULL, EST_BYTES, 2 },
+	{ "gemmx", "1000 2000", "1000 2000", NULL, EST_MATRIX, 3 },
 	{ "fft", "131072 4M", "131072 4M", NULL, EST_POINTS, 2 },
 	{ "himeno", "1 2 3", "2", NULL, EST_GRID, 1 },
 	{ "gups", "1G", "1G", NULL, EST_BYTES, 1 },
@@ -247,7 +248,7 @@ static int plan_kernel(struct bench *b, const struct kernel_spec *k, const char 
 		       char sep)
 {
 	static char names[MAX_ITEMS][16];
-	const char *p = sizes ? sizes : b->quick ? k->quick : k->sizes;
+	const char *p = sizes ? sizes : b->quick && k->quick ? k->quick : k->sizes;
 	const char *end = sizes ? sizes + len : p + strlen(p);
 
 	if (!sizes)
@@ -401,7 +402,8 @@ static int parse_options(struct bench *b, int argc, char **argv)
 	if (kernels)
 		return parse_kernels(b, kernels);
 	for (size_t i = 0; i < N_KERNELS; i++)
-		if ((rc = plan_kernel(b, &kernel_specs[i], NULL, 0, ' ')))
+		if ((!b->quick || kernel_specs[i].quick) &&
+		    (rc = plan_kernel(b, &kernel_specs[i], NULL, 0, ' ')))
 			return rc;
 	return 0;
 }
