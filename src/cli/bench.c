@@ -137,6 +137,7 @@ struct variant {
 struct plan_item {
 	const struct kernel_spec *k;
 	const char *size;      /* as given to --size */
+	char dec[24];          /* the same in decimal: the rows' size, as the kernels print it */
 	uint64_t bytes;        /* est_bytes */
 };
 
@@ -270,6 +271,7 @@ static int plan_kernel(struct bench *b, const struct kernel_spec *k, const char 
 		b->items[b->nitems].k = k;
 		b->items[b->nitems].size = names[b->nitems];
 		b->items[b->nitems].bytes = est_bytes(k, v);
+		snprintf(b->items[b->nitems].dec, sizeof b->items[0].dec, "%llu", (unsigned long long)v);
 		b->nitems++;
 		p += n;
 		while (p < end && *p == sep)
@@ -1009,16 +1011,16 @@ static int cmp_long(const void *a, const void *b)
 
 /* The kernel's size as its result line prints it, for rows named by its output. */
 static void record(struct bench *b, const struct plan_item *it, const struct variant *v,
-		   const struct run_out *o, long (*minflts)[BENCH_MAX_REPEAT], int round)
+		   const struct run_out *o, long (*minflts)[BENCH_MAX_REPEAT])
 {
-	char why[160], size[24];
+	char why[160];
 	double cov = 0, wanted = 0;
 	bool ok_backing = true, crashed;
 
 	crashed = o->status < 0 || o->timed_out || !WIFEXITED(o->status) ||
 		  (WEXITSTATUS(o->status) != 0 && WEXITSTATUS(o->status) != 1);
 	if (crashed || o->nlines == 0) {
-		struct bench_row *r = find_row(b, it->k->name, it->size, v->name);
+		struct bench_row *r = find_row(b, it->k->name, it->dec, v->name);
 
 		if (o->timed_out)
 			snprintf(why, sizeof why, "timed out after %d s", RUN_TIMEOUT_S);
@@ -1046,9 +1048,7 @@ static void record(struct bench *b, const struct plan_item *it, const struct var
 		const struct bench_line *l = &o->lines[i];
 		struct bench_row *r;
 
-		snprintf(size, sizeof size, "%llu", (unsigned long long)l->size);
-		r = find_row(b, l->name, it->size, v->name);
-		(void)size;
+		r = find_row(b, l->name, it->dec, v->name);
 		if (!r)
 			continue;
 		snprintf(r->unit, sizeof r->unit, "%s", l->unit);
@@ -1073,7 +1073,6 @@ static void record(struct bench *b, const struct plan_item *it, const struct var
 		if (!ok_backing)
 			row_invalid(r, why);
 	}
-	(void)round;
 }
 
 /* A skipped backing gets a row, with the reason, beside each case the item printed. */
@@ -1089,10 +1088,10 @@ static void mark_skipped(struct bench *b, const struct plan_item *it)
 			const struct bench_row *c = &b->rows[i];
 			struct bench_row *r;
 
-			if (strcmp(c->backing, "4k") || strcmp(c->size, it->size) ||
+			if (strcmp(c->backing, "4k") || strcmp(c->size, it->dec) ||
 			    strncmp(c->name, it->k->name, kn) || (c->name[kn] && c->name[kn] != '/'))
 				continue;
-			r = find_row(b, c->name, it->size, b->var[k].name);
+			r = find_row(b, c->name, it->dec, b->var[k].name);
 			if (r)
 				row_invalid(r, b->var[k].why);
 		}
@@ -1245,7 +1244,7 @@ int cmd_bench(int argc, char **argv)
 					thp_put_back();
 				b.run_seconds += now_s() - t0;
 				b.runs_done++;
-				record(&b, it, v, &o, minflts, round);
+				record(&b, it, v, &o, minflts);
 			}
 		}
 		mark_skipped(&b, it);
