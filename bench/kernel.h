@@ -12,8 +12,10 @@
  * of two); what it means is the kernel's own (matrix order, bytes, points...).
  * Output: one line per measured case on stdout,
  *   result name=NAME size=N seconds=S metric=M unit=U check=ok|FAIL
- * with NAME "kernel" or "kernel/case", S the seconds of the timed part only, M in the
- * seed's units (MB/s, MFLOPS, ns/load, ...). Anything else a kernel prints goes to
+ * with NAME "kernel" or "kernel/case", S the seconds of the timed part only (the same
+ * work under every backing: the runner's speedups are ratios of S; a kernel that runs
+ * for a set time instead gives the seconds of a set amount of work, as malloc.c does),
+ * M in the seed's units (MB/s, MFLOPS, ns/load, ...). Anything else a kernel prints goes to
  * stderr. Exit 0 if every check passed, 1 if one failed, 2 for bad usage, 3 if the
  * ideal backing could not be had. */
 #ifndef BENCH_KERNEL_H

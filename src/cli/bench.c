@@ -667,11 +667,9 @@ static void check_offer(struct bench *b)
 		}
 		if (strcmp(v->backing, "2m") && strcmp(v->backing, "1g"))
 			continue;
-		ps = !strcmp(v->backing, "1g") && v->how == HOW_IDEAL ? GIB : 2 * MIB;
-		if (!strcmp(v->backing, "1g") && v->how == HOW_RUN)
-			ps = GIB;
+		/* A 1g run without free 1 GiB pages would be a 2m run: no result for 1g. */
+		ps = !strcmp(v->backing, "1g") ? GIB : 2 * MIB;
 		if (sp_pool_get(ps, -1, &p) < 0 || p.free - p.reserved <= 0) {
-			/* 1g falls to 2 MiB pages for what is smaller than 1 GiB: it needs both. */
 			v->skip = true;
 			snprintf(v->why, sizeof v->why, "no free %s pages (superpage pool, or --setup-pools as root)",
 				 ps == GIB ? "1 GiB" : "2 MiB");
