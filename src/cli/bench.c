@@ -20,6 +20,7 @@
 #include "../../bench/cpu.h"
 #include "bench.h"
 #include "cli.h"
+#include "os.h"
 
 #define MIB (1ull << 20)
 #define GIB (1ull << 30)
@@ -640,19 +641,22 @@ static void setup_pools(struct bench *b)
 		raise_pool(0, (long)((need2m + 2 * MIB - 1) / (2 * MIB)) + 64);
 }
 
+static void read_thp_mode(const char *file, char *out, size_t len)
+{
+	char path[128];
+
+	snprintf(path, sizeof path, "/sys/kernel/mm/transparent_hugepage/%s", file);
+	cli_sysfs_mode(path, out, len);
+	if (!out[0])
+		snprintf(out, len, "?");
+}
+
 /* Backings that cannot be had here are skipped, with the reason. */
 static void check_offer(struct bench *b)
 {
-	char thp[32] = "";
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	char thp[32];
 
-	if (f) {
-		char line[128], *l, *r;
-
-		if (fgets(line, sizeof line, f) && (l = strchr(line, '[')) && (r = strchr(l, ']')))
-			snprintf(thp, sizeof thp, "%.*s", (int)(r - l - 1), l + 1);
-		fclose(f);
-	}
+	read_thp_mode("enabled", thp, sizeof thp);
 	for (int i = 0; i < b->nvar; i++) {
 		struct variant *v = &b->var[i];
 		struct sp_pool p;
@@ -677,32 +681,10 @@ static void check_offer(struct bench *b)
 	}
 }
 
-static void read_thp_mode(const char *file, char *out, size_t len)
-{
-	char path[128], line[128], *l, *r;
-	FILE *f;
-
-	snprintf(out, len, "?");
-	snprintf(path, sizeof path, "/sys/kernel/mm/transparent_hugepage/%s", file);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	if (fgets(line, sizeof line, f) && (l = strchr(line, '[')) && (r = strchr(l, ']')))
-		snprintf(out, len, "%.*s", (int)(r - l - 1), l + 1);
-	fclose(f);
-}
-
 /* Writes mode to THP's "enabled"; 0 or an errno value. */
 static int thp_write(const char *mode)
 {
-	int fd = open(THP_ENABLED, O_WRONLY | O_CLOEXEC), e = 0;
-
-	if (fd < 0)
-		return errno;
-	if (write(fd, mode, strlen(mode)) < 0)
-		e = errno;
-	close(fd);
-	return e;
+	return -sp_write_file(THP_ENABLED, mode);
 }
 
 /* THP "always" for a thp-always run; put back by thp_put_back (or the signal

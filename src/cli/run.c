@@ -304,28 +304,6 @@ static int set_environment(const struct run_options *o, const char *rt)
 
 /* ---------- what the machine can give ---------- */
 
-/* The selected mode of a sysfs mode file ("always [madvise] never"), "" if none. */
-static void read_mode(const char *path, char *out, size_t len)
-{
-	char buf[256], *l, *r;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-
-	out[0] = 0;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
-	l = strchr(buf, '[');
-	r = l ? strchr(l, ']') : NULL;
-	if (!l || !r) {
-		l = buf - 1;
-		r = buf + strcspn(buf, "\n");
-	}
-	snprintf(out, len, "%.*s", (int)(r - l - 1), l + 1);
-}
-
 /* What run needs to know, read cheaply: sp_probe's feature probes cost a millisecond,
  * more than the whole run of a small program should. */
 struct offer {
@@ -357,7 +335,7 @@ static void read_offer(struct offer *f, enum sp_backing b)
 		f->free_1g = pool_free(1ull << 30, &f->has_1g);
 	if (b != SP_BACKING_AUTO && b != SP_BACKING_THP)
 		return;
-	read_mode(THP_DIR "/enabled", f->thp.enabled, sizeof f->thp.enabled);
+	cli_sysfs_mode(THP_DIR "/enabled", f->thp.enabled, sizeof f->thp.enabled);
 	f->thp.present = f->thp.enabled[0] != 0;
 	fd = open(THP_DIR "/hpage_pmd_size", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -376,7 +354,7 @@ static void read_offer(struct offer *f, enum sp_backing b)
 	}
 	f->thp.pmd_size = pmd;
 	snprintf(path, sizeof path, THP_DIR "/hugepages-%llukB/enabled", (unsigned long long)(pmd >> 10));
-	read_mode(path, f->thp.mthp[0].enabled, sizeof f->thp.mthp[0].enabled);
+	cli_sysfs_mode(path, f->thp.mthp[0].enabled, sizeof f->thp.mthp[0].enabled);
 	if (f->thp.mthp[0].enabled[0]) {
 		f->thp.mthp[0].size = pmd;
 		f->thp.n_mthp = 1;
