@@ -46,7 +46,7 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 RT_OBJ := $(RT_SRC:%.c=$(B)/obj/%.o)
 RT_CORE_OBJ := $(RT_CORE_SRC:%.c=$(B)/obj/%.o)
-PRELOAD_BIN := $(PRELOAD_SRC:%.c=$(B)/%)
+PRELOAD_BIN := $(PRELOAD_SRC:%.c=$(B)/%) $(B)/tests/preload/textuse-plain
 UNIT_HELP_OBJ := $(UNIT_HELP:%.c=$(B)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:%.c=$(B)/%)
 SYS_BIN := $(SYS_SRC:%.c=$(B)/%)
@@ -121,7 +121,14 @@ $(B)/tests/cli/%: tests/cli/%.c $(LIB_A)
 # sanitized: ASan brings its own malloc and cannot be preloaded behind ours).
 $(B)/tests/preload/%: tests/preload/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -lpthread -lm
+	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -lpthread -lm $(PRELOAD_LD)
+
+# textuse's segments are 2 MiB-aligned, as superpage-run(7) tells users to link for
+# --text; textuse-plain is the same program linked as usual.
+$(B)/tests/preload/textuse: PRELOAD_LD = -Wl,-zcommon-page-size=2097152 -Wl,-zmax-page-size=2097152
+$(B)/tests/preload/textuse-plain: tests/preload/textuse.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -ldl
 
 # The benchmark kernels: plain programs (unsanitized, run under superpage run), and the
 # same sources built as the "ideal", their arrays from strict sp_alloc (bench/kernel.h).

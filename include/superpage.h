@@ -212,8 +212,8 @@ void sp_refresh(void);
 
 enum sp_region {
 	SP_REGION_HEAP = 0,   /* [heap] */
-	SP_REGION_ANON,       /* private anonymous memory, hugetlb included */
-	SP_REGION_TEXT,       /* executable file mappings */
+	SP_REGION_ANON,       /* private anonymous memory (not executable), hugetlb included */
+	SP_REGION_TEXT,       /* executable mappings: of files, and anonymous (moved text, JITs) */
 	SP_REGION_DATA,       /* other file mappings (data, bss, rodata, files) */
 	SP_REGION_STACK,      /* [stack] */
 	SP_REGION_SHM,        /* shared mappings: SysV, memfd, /dev/zero, hugetlbfs, MAP_SHARED files */
@@ -255,6 +255,7 @@ struct sp_options {
 	bool stacks;               /* SUPERPAGE_STACKS, default no */
 	bool shm;                  /* SUPERPAGE_SHM, default no */
 	enum sp_text_mode text;    /* SUPERPAGE_TEXT, default no */
+	bool perf_map;             /* SUPERPAGE_PERF_MAP: name moved text in /tmp/perf-PID.map */
 	bool stats;                /* SUPERPAGE_STATS set to yes or a file */
 	char stats_file[SP_PATH_LEN]; /* empty: stderr */
 	int verbose;               /* SUPERPAGE_VERBOSE, 0-3 */

@@ -36,7 +36,11 @@ void usage_run(void)
 	      "                     with; 4k also disables THP for CMD (an honest baseline)\n"
 	      "  --min SIZE         the smallest mapping to put on huge pages (default 2M)\n"
 	      "  --no-heap          leave the malloc heap on base pages\n"
-	      "  --text[=main|all]  program text and data on huge pages (not yet acted on)\n"
+	      "  --text[=main|all]  before main, move the program's text (all: and every\n"
+	      "                     library's) and large data onto huge pages; only whole\n"
+	      "                     2 MiB-aligned units of each segment move\n"
+	      "  --perf-map         with --text, name the moved functions in /tmp/perf-PID.map\n"
+	      "                     for perf report\n"
 	      "  --stacks           thread stacks on huge pages (not yet acted on)\n"
 	      "  --shm              shared memory (SysV shmget, MAP_SHARED|MAP_ANONYMOUS) on 2 MiB\n"
 	      "                     hugetlb pages when the pool can hold it\n"
@@ -55,7 +59,7 @@ void usage_run(void)
 struct run_options {
 	const char *backing;     /* canonical name, or NULL: not given */
 	const char *min;         /* as given, checked */
-	bool no_heap, stacks, shm, stats;
+	bool no_heap, stacks, shm, stats, perf_map;
 	const char *text;        /* "main" or "all", or NULL */
 	const char *stats_file;  /* as given, or NULL for stderr */
 	int verbose;             /* -1: not given */
@@ -115,6 +119,8 @@ static int parse_options(int argc, char **argv, struct run_options *o, int *cmd)
 			if (strcmp(a + 7, "main") && strcmp(a + 7, "all"))
 				return cli_error(EXIT_USAGE, "run: bad --text '%s' (main or all)", a + 7);
 			o->text = a + 7;
+		} else if (!strcmp(a, "--perf-map")) {
+			o->perf_map = true;
 		} else if (!strcmp(a, "--stacks")) {
 			o->stacks = true;
 		} else if (!strcmp(a, "--shm")) {
@@ -282,6 +288,8 @@ static int set_environment(const struct run_options *o, const char *rt)
 	if (o->no_heap && (rc = put_env("SUPERPAGE_HEAP", "no")))
 		return rc;
 	if (o->text && (rc = put_env("SUPERPAGE_TEXT", o->text)))
+		return rc;
+	if (o->perf_map && (rc = put_env("SUPERPAGE_PERF_MAP", "yes")))
 		return rc;
 	if (o->stacks && (rc = put_env("SUPERPAGE_STACKS", "yes")))
 		return rc;

@@ -35,6 +35,7 @@ static const struct opt opts[] = {
 	{ "SUPERPAGE_STACKS", OPT_BOOL, OFF(stacks), "yes or no" },
 	{ "SUPERPAGE_SHM", OPT_BOOL, OFF(shm), "yes or no" },
 	{ "SUPERPAGE_TEXT", OPT_TEXT, OFF(text), "no, main or all" },
+	{ "SUPERPAGE_PERF_MAP", OPT_BOOL, OFF(perf_map), "yes or no" },
 	{ "SUPERPAGE_STATS", OPT_STATS, OFF(stats), "yes, no or a file name" },
 	{ "SUPERPAGE_VERBOSE", OPT_LEVEL, OFF(verbose), "0, 1, 2 or 3" },
 };

@@ -14,6 +14,7 @@
 
 #include "runtime.h"
 #include "shm.h"
+#include "text.h"
 
 #define MSG_MAX 512      /* one message line */
 #define REPORT_MAX 4096  /* the whole account: one write, so lines of processes do not mix */
@@ -407,6 +408,7 @@ struct account {
 	char comm[17];
 	struct rt_stats st;
 	struct rt_shm_stats shm;  /* --shm: shared memory on hugetlb, and its falls */
+	struct rt_text_stats text; /* --text: text and data moved to huge pages */
 	struct sp_coverage cov;
 	int cov_err;         /* sp_coverage's error, 0 if the coverage was read */
 	uint64_t hwm;        /* peak resident set (VmHWM; hugetlb is not in it), 0 if unknown */
@@ -454,6 +456,7 @@ static void account_read(struct account *a)
 	a->comm[16] = 0;
 	rt_stats_get(&a->st);
 	rt_shm_stats_get(&a->shm);
+	rt_text_stats_get(&a->text);
 	rt_brk_stats(&a->st);
 	a->cov_err = sp_coverage(0, &a->cov);
 	if (a->cov_err < 0)
@@ -465,6 +468,23 @@ static void account_read(struct account *a)
 static const enum sp_backing unit_rungs[] = { SP_BACKING_4K, SP_BACKING_THP, SP_BACKING_2M,
 					      SP_BACKING_1G };
 #define N_UNIT_RUNGS (sizeof unit_rungs / sizeof unit_rungs[0])
+
+/* The falls of --text as "rung/reason":N pairs (JSON) or " rung reason N" (text). */
+static bool put_text_falls(struct out *o, const struct rt_text_stats *t, bool json)
+{
+	bool any = false;
+
+	for (int b = 0; b < SP_BACKING_COUNT; b++)
+		for (int f = 0; f < SP_FALL_COUNT; f++) {
+			if (!t->falls[b][f])
+				continue;
+			put_fmt(o, json ? "%s\"%s/%s\":%llu" : "%s %s %s %llu", any ? "," : "",
+				sp_backing_name((enum sp_backing)b), sp_fall_name((enum sp_fall)f),
+				(unsigned long long)t->falls[b][f]);
+			any = true;
+		}
+	return any;
+}
 
 /* The falls of --shm by reason, as "reason":N pairs (JSON) or " reason N" (text). */
 static bool put_shm_falls(struct out *o, const uint64_t *falls, bool json)
@@ -541,6 +561,13 @@ static void report_json(struct out *o, const struct account *a)
 	put_shm_falls(o, a->shm.segment_falls, true);
 	put_str(o, "},\"map_falls\":{");
 	put_shm_falls(o, a->shm.map_falls, true);
+	put_fmt(o, "}},\"text\":{\"objects\":%llu,\"text_bytes\":%llu,\"text_moved\":%llu,"
+		"\"text_hugetlb\":%llu,\"data_moved\":%llu,\"unaligned_segments\":%llu,"
+		"\"perf_map_symbols\":%llu,\"falls\":{", (unsigned long long)a->text.objects,
+		(unsigned long long)a->text.text_bytes, (unsigned long long)a->text.text_moved,
+		(unsigned long long)a->text.text_hugetlb, (unsigned long long)a->text.data_moved,
+		(unsigned long long)a->text.unaligned, (unsigned long long)a->text.perf_map_symbols);
+	put_text_falls(o, &a->text, true);
 	put_str(o, "}}}\n");
 }
 
@@ -649,6 +676,23 @@ static void report_text(struct out *o, const struct account *a)
 			put_str(o, " none");
 		put_str(o, "; mappings:");
 		if (!put_shm_falls(o, a->shm.map_falls, false))
+			put_str(o, " none");
+		put_char(o, '\n');
+	}
+
+	if (rt_options()->text != SP_TEXT_NO) {
+		line_start(o, a);
+		put_str(o, "text on huge pages: ");
+		put_human(o, a->text.text_moved);
+		put_str(o, " of ");
+		put_human(o, a->text.text_bytes);
+		put_str(o, " (");
+		put_human(o, a->text.text_hugetlb);
+		put_fmt(o, " hugetlb) in %llu objects, data ", (unsigned long long)a->text.objects);
+		put_human(o, a->text.data_moved);
+		put_fmt(o, " on THP; %llu segments unaligned; left as they were:",
+			(unsigned long long)a->text.unaligned);
+		if (!put_text_falls(o, &a->text, false))
 			put_str(o, " none");
 		put_char(o, '\n');
 	}

@@ -12,7 +12,6 @@ B=${B%/}
 SP=$(cd "$B" 2>/dev/null && pwd)/superpage
 RT=$B/libsuperpage-run.so
 PROG=$(cd "$B" 2>/dev/null && pwd)/tests/preload/shmuse
-P2M=/sys/kernel/mm/hugepages/hugepages-2048kB
 tmp=$(mktemp -d)
 # shellcheck source=tests/cli/lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
@@ -47,55 +46,6 @@ remove_segments() {
 				ipcrm -m "$id" 2>/dev/null
 		done < <(grep '^shmuse: shmid [0-9]* pid [0-9]*$' "$f")
 	done
-}
-
-# ---------- the 2M pool, relative to what it holds ----------
-
-pool_set_to='' # nr_hugepages as it read after this script set it
-pool_nums() { nr=$(cat $P2M/nr_hugepages) free=$(cat $P2M/free_hugepages) resv=$(cat $P2M/resv_hugepages); }
-
-# Sets the pool and remembers what it read back.
-pool_write() { # count
-	set_sysfs $P2M/nr_hugepages "$1"
-	pool_set_to=$(cat $P2M/nr_hugepages)
-}
-
-# Puts back what the pool held, unless another process (a benchmark's --setup-pools)
-# has set it since: then its value stands, and that is said.
-put_pool_back() {
-	local f=$P2M/nr_hugepages now
-	if [ -n "$pool_set_to" ] && [ -n "${saved[$f]+x}" ]; then
-		now=$(cat $f)
-		if [ "$now" != "$pool_set_to" ]; then
-			echo "test_shm.sh: $f is $now, not $pool_set_to as set here: another" \
-				"process set it; left as it is" >&2
-			unset "saved[$f]"
-		fi
-	fi
-	pool_set_to=''
-	restore
-}
-
-# Gives the 2M pool n more pages than it has (it may be in use by others: their free
-# pages stay theirs). Returns 1, with why, if that cannot be.
-pool_add() { # n
-	local n=$1
-	why=''
-	if ! is_root; then
-		why="needs root to set the 2M pool"
-	elif [ ! -w $P2M/nr_hugepages ]; then
-		why="no 2M hugetlb pages on this machine"
-	fi
-	[ -z "$why" ] || return 1
-	pool_nums
-	pool_write $((nr + n))
-	pool_nums
-	if [ "$nr" -lt "$pool_set_to" ] || [ $((free - resv)) -lt "$n" ]; then
-		why="the kernel gave $((nr - ${saved[$P2M/nr_hugepages]})) of $n more 2M pages ($free free, $resv reserved)"
-		put_pool_back
-		return 1
-	fi
-	return 0
 }
 
 trap 'put_pool_back; remove_segments; rm -rf "$tmp"' EXIT

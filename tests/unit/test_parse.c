@@ -175,7 +175,7 @@ static void on_warn(const char *msg, void *arg)
 
 static const char *vars[] = { "SUPERPAGE_BACKING", "SUPERPAGE_MIN",  "SUPERPAGE_HEAP",
 			      "SUPERPAGE_STACKS",  "SUPERPAGE_SHM",  "SUPERPAGE_TEXT",
-			      "SUPERPAGE_STATS",   "SUPERPAGE_VERBOSE" };
+			      "SUPERPAGE_STATS",   "SUPERPAGE_VERBOSE", "SUPERPAGE_PERF_MAP" };
 
 static void env_clear(void)
 {
@@ -193,6 +193,7 @@ static void check_defaults(const struct sp_options *o)
 	CHECK(o->stacks == false);
 	CHECK(o->shm == false);
 	CHECK_EQ(o->text, SP_TEXT_NO);
+	CHECK(o->perf_map == false);
 	CHECK(o->stats == false);
 	CHECK(o->stats_file[0] == 0);
 	CHECK_EQ(o->verbose, 0);
@@ -230,6 +231,7 @@ static void test_options_good(void)
 	setenv("SUPERPAGE_STACKS", "yes", 1);
 	setenv("SUPERPAGE_SHM", "on", 1);
 	setenv("SUPERPAGE_TEXT", "main", 1);
+	setenv("SUPERPAGE_PERF_MAP", "yes", 1);
 	setenv("SUPERPAGE_STATS", "yes", 1);
 	setenv("SUPERPAGE_VERBOSE", "2", 1);
 	CHECK_EQ(from_env(&o), 0);
@@ -240,6 +242,7 @@ static void test_options_good(void)
 	CHECK(o.stacks == true);
 	CHECK(o.shm == true);
 	CHECK_EQ(o.text, SP_TEXT_MAIN);
+	CHECK(o.perf_map == true);
 	CHECK(o.stats == true);
 	CHECK(!strcmp(o.stats_file, ""));
 	CHECK_EQ(o.verbose, 2);
@@ -295,6 +298,7 @@ static void test_options_bad(void)
 	one_bad("SUPERPAGE_STACKS", "2");
 	one_bad("SUPERPAGE_SHM", "sometimes");
 	one_bad("SUPERPAGE_TEXT", "everything");
+	one_bad("SUPERPAGE_PERF_MAP", "perhaps");
 
 	/* two bad values: two warnings, both defaults stand, good ones still apply */
 	struct sp_options o;
