@@ -18,6 +18,7 @@ enum unit_state { U_FREE = 0, U_HEAP, U_LARGE, U_RELEASING };
 #define GROW_UNITS 32       /* the writable part of the range grows 64 MiB at a time */
 #define SKIP_NS 1000000000ull
 #define GIGA_UNITS ((size_t)1 << (30 - UNIT_SHIFT)) /* units in a 1 GiB page */
+#define MOVE_MIN_UNITS 8    /* realloc moves blocks of 16 MiB or more by mremap */
 
 struct unit {
 	uint64_t free[PAGES_PER_UNIT / 64]; /* HEAP: 1 = free page */
@@ -58,6 +59,10 @@ static size_t span_chunk_left;
 /* stats, under plock */
 static uint64_t st_units[SP_BACKING_COUNT], st_units_peak, st_large_blocks, st_large_bytes;
 static uint64_t st_mremaps, st_released, st_small_mmap_pages;
+/* The most units resident lately (in use, or empty in the cache): since it was last
+ * reached, or RECENT_NS ago. */
+#define RECENT_NS 1000000000ull
+static uint64_t recent_peak, recent_peak_ns;
 static uint64_t st_falls[SP_BACKING_COUNT][SP_FALL_COUNT];
 
 void pages_lock(void) { pthread_mutex_lock(&plock); }
@@ -282,6 +287,10 @@ static void count_units(enum sp_backing b, long n)
 		total += st_units[i];
 	if (total > st_units_peak)
 		st_units_peak = total;
+	if (n > 0 && total + cached >= recent_peak) {
+		recent_peak = total + cached;
+		recent_peak_ns = sp_os->now_ns();
+	}
 	if (small_first && total >= PROMOTE_UNITS && !atomic_load(&promoted))
 		atomic_store(&promote_pending, true);
 }
@@ -557,10 +566,21 @@ static bool retire_units(size_t u, size_t n, struct release *rel)
 		count_units((enum sp_backing)units[i].backing, -1);
 	for (int b = 0; b < SP_BACKING_COUNT; b++)
 		in_use += st_units[b];
-	/* Up to one empty unit per four in use (at least four) stays resident: a program
-	 * that frees and allocates again (a growing string, a buffer per request) pays
-	 * no new fault; past that, units go back to the kernel. */
+	/* Empty units stay resident, for a program that frees and allocates again (a
+	 * growing string, a buffer per request) to pay no new fault: as many as it had
+	 * resident lately over what it has in use now (at most as many as it has in
+	 * use, or 16), and at least one per four in use (at least four). Past that, and
+	 * once that peak is a second old, units go back to the kernel. */
+	uint64_t now = sp_os->now_ns();
+	if (now - recent_peak_ns > RECENT_NS) {
+		recent_peak = in_use + n;
+		recent_peak_ns = now;
+	}
 	size_t limit = in_use / 4 > 4 ? (size_t)(in_use / 4) : 4;
+	size_t lately = recent_peak > in_use ? (size_t)(recent_peak - in_use) : 0;
+	size_t most = in_use > 16 ? (size_t)in_use : 16;
+	if (lately > limit)
+		limit = lately < most ? lately : most;
 	if (!hugetlb && cached + n <= limit) {
 		for (size_t i = u; i < u + n; i++) {
 			units[i].state = U_FREE;
@@ -904,7 +924,10 @@ bool pages_resize_large(struct span *s, size_t new_size)
 		pthread_mutex_unlock(&plock);
 		return true;
 	}
-	if (hugetlb) {
+	/* A block below MOVE_MIN_UNITS is copied by the caller: the units it leaves
+	 * stay resident for the next block, where moved-from units would be faulted in
+	 * again (a copy of 2 MiB costs about what faulting 2 MiB in does). */
+	if (hugetlb || n < MOVE_MIN_UNITS) {
 		pthread_mutex_unlock(&plock);
 		return false;
 	}
