@@ -562,10 +562,11 @@ static void report_json(struct out *o, const struct account *a)
 	put_str(o, "},\"map_falls\":{");
 	put_shm_falls(o, a->shm.map_falls, true);
 	put_fmt(o, "}},\"text\":{\"objects\":%llu,\"text_bytes\":%llu,\"text_moved\":%llu,"
-		"\"text_hugetlb\":%llu,\"data_moved\":%llu,\"unaligned_segments\":%llu,"
-		"\"perf_map_symbols\":%llu,\"falls\":{", (unsigned long long)a->text.objects,
-		(unsigned long long)a->text.text_bytes, (unsigned long long)a->text.text_moved,
-		(unsigned long long)a->text.text_hugetlb, (unsigned long long)a->text.data_moved,
+		"\"text_hugetlb\":%llu,\"text_page_cache\":%llu,\"data_moved\":%llu,"
+		"\"unaligned_segments\":%llu,\"perf_map_symbols\":%llu,\"falls\":{",
+		(unsigned long long)a->text.objects, (unsigned long long)a->text.text_bytes,
+		(unsigned long long)a->text.text_moved, (unsigned long long)a->text.text_hugetlb,
+		(unsigned long long)a->text.text_cached, (unsigned long long)a->text.data_moved,
 		(unsigned long long)a->text.unaligned, (unsigned long long)a->text.perf_map_symbols);
 	put_text_falls(o, &a->text, true);
 	put_str(o, "}}}\n");
@@ -683,12 +684,15 @@ static void report_text(struct out *o, const struct account *a)
 	if (rt_options()->text != SP_TEXT_NO) {
 		line_start(o, a);
 		put_str(o, "text on huge pages: ");
-		put_human(o, a->text.text_moved);
+		put_human(o, a->text.text_moved + a->text.text_cached);
 		put_str(o, " of ");
 		put_human(o, a->text.text_bytes);
 		put_str(o, " (");
 		put_human(o, a->text.text_hugetlb);
-		put_fmt(o, " hugetlb) in %llu objects, data ", (unsigned long long)a->text.objects);
+		put_str(o, " hugetlb, ");
+		put_human(o, a->text.text_cached);
+		put_fmt(o, " left in the page cache) in %llu objects, data ",
+			(unsigned long long)a->text.objects);
 		put_human(o, a->text.data_moved);
 		put_fmt(o, " on THP; %llu segments unaligned; left as they were:",
 			(unsigned long long)a->text.unaligned);

@@ -17,8 +17,12 @@
  * the copy would be lost). Their pages that are all zero are not copied, so bss the
  * program never touched stays untouched.
  *
- * /tmp/perf-PID.map gets a line per function in moved text, so perf still names them
- * (perf sees the moved range as anonymous memory). */
+ * Text the page cache already maps with huge pages (a filesystem with large folios
+ * can give an aligned binary PMD-sized folios) is left where it is: a copy would only
+ * cost memory.
+ *
+ * With --perf-map, /tmp/perf-PID.map gets a line per function in moved text, so perf
+ * still names them (perf sees the moved range as anonymous memory). */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -290,6 +294,19 @@ static bool thp_took(uintptr_t m, size_t len, bool exec)
 	return sp_verify_range((void *)m, len, &v) == 0 && v.huge_bytes > 0;
 }
 
+/* Whether the page cache maps all of the text range with huge pages already: one
+ * byte of each 2 MiB unit is read first, so that a unit whose file folio is PMD-sized
+ * gets mapped whole (an untouched one would not show in smaps). */
+static bool huge_in_page_cache(const struct move *mv)
+{
+	struct sp_verify v;
+
+	for (uintptr_t a = mv->lo; a < mv->hi; a += UNIT)
+		(void)*(volatile const char *)a;
+	return sp_verify_range((void *)mv->lo, mv->hi - mv->lo, &v) == 0 &&
+	       v.huge_bytes >= mv->hi - mv->lo;
+}
+
 /* Moves one range on the first rung that can be had. True if it was moved. */
 static bool move_range(const struct move *mv, const enum sp_backing *rungs, int nrungs)
 {
@@ -488,6 +505,14 @@ __attribute__((constructor)) static void text_constructor(void)
 		struct move *mv = &moves[i];
 		bool moved;
 
+		if (mv->exec && huge_in_page_cache(mv)) {
+			stats.text_cached += mv->hi - mv->lo;
+			rt_verbose(1, "--text: %s: %zu MiB of text at 0x%lx is on huge pages in the "
+				   "page cache already: left there", mv->path,
+				   (size_t)((mv->hi - mv->lo) >> 20), (unsigned long)mv->lo);
+			mv->hi = 0;
+			continue;
+		}
 		if (!mv->exec)
 			moved = move_range(mv, thp_only, 1);
 		else if (o->backing == SP_BACKING_2M || o->backing == SP_BACKING_1G)

@@ -12,6 +12,7 @@ struct rt_text_stats {
 	uint64_t text_bytes;        /* bytes of executable segments in the objects looked at */
 	uint64_t text_moved;        /* of them, moved to huge memory (2 MiB-aligned interiors) */
 	uint64_t text_hugetlb;      /* of text_moved, on 2 MiB hugetlb pages (the rest THP) */
+	uint64_t text_cached;       /* text left where it was: huge pages of the page cache */
 	uint64_t data_moved;        /* bytes of writable segments moved to THP */
 	/* Ranges left where they were, by the rung that was not had and why (enum sp_fall);
 	 * a failed move puts nothing in place: the original mapping stays. */

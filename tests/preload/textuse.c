@@ -11,7 +11,8 @@
  *   dlopen   dlopen libm, call cos through it, then the chain
  *   wait     the chain, "ready", then blocks until stdin ends (for superpage stat)
  *   smaps    the chain, then the bytes of the functions' mappings that are resident
- *            and on huge pages: "text=N huge=N hugetlb=N"
+ *            and on huge pages: "text=N huge=N hugetlb=N filepmd=N" (filepmd: huge
+ *            pages of the page cache, mapped from the file)
  *   data     checks 5 MiB of initialized data and 8 MiB of bss (which --text moves
  *            to THP), writes them, forks a child that checks and writes its copy,
  *            checks the parent's is its own; then "data=N datahuge=N" from smaps */
@@ -171,7 +172,7 @@ static int text_smaps(int data)
 	FILE *f = fopen("/proc/self/smaps", "r");
 	char line[512];
 	unsigned long lo = 0, hi = 0, kb;
-	unsigned long long text = 0, huge = 0, hugetlb = 0;
+	unsigned long long text = 0, huge = 0, hugetlb = 0, filepmd = 0;
 	int in = 0;
 
 	if (!f)
@@ -197,6 +198,10 @@ static int text_smaps(int data)
 			text += kb << 10;
 		else if (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
 			huge += kb << 10;
+		else if (sscanf(line, "FilePmdMapped: %lu kB", &kb) == 1) {
+			huge += kb << 10;
+			filepmd += kb << 10;
+		}
 		else if (sscanf(line, "Private_Hugetlb: %lu kB", &kb) == 1) {
 			huge += kb << 10;
 			hugetlb += kb << 10;
@@ -207,7 +212,7 @@ static int text_smaps(int data)
 	if (data)
 		printf("data=%llu datahuge=%llu\n", text, huge);
 	else
-		printf("text=%llu huge=%llu hugetlb=%llu\n", text, huge, hugetlb);
+		printf("text=%llu huge=%llu hugetlb=%llu filepmd=%llu\n", text, huge, hugetlb, filepmd);
 	return 0;
 }
 
