@@ -157,8 +157,138 @@ static void commit(const struct mapping *m, struct sp_coverage *cov, uintptr_t l
 	}
 }
 
+/* ---------- thread stacks ---------- */
+
+/* Only the main thread's stack is "[stack]" in smaps; every other thread's is an
+ * anonymous mapping like any other. What gives one away is its thread's stack
+ * pointer, which /proc/PID/task/TID/syscall shows for a thread that is not on a CPU:
+ * "NR a1 a2 a3 a4 a5 a6 SP PC" in a system call, "-1 SP PC" out of one, "running"
+ * on a CPU (nothing to read). Numbers after NR are hex with 0x. */
+static bool syscall_sp(const char *s, uintptr_t *sp)
+{
+	uintptr_t field[9];
+	int n = 0;
+
+	while (*s == ' ')
+		s++;
+	if (*s == '-')
+		s++;
+	if (*s < '0' || *s > '9')
+		return false; /* "running", or not this file */
+	s += strspn(s, "0123456789");
+	for (;;) {
+		while (*s == ' ')
+			s++;
+		if (!*s || *s == '\n')
+			break;
+		if (n == 8 || s[0] != '0' || s[1] != 'x')
+			return false;
+		s += 2;
+		if (!scan_hex(&s, &field[n++]))
+			return false;
+	}
+	if (n != 8 && n != 2)
+		return false;
+	*sp = field[n - 2];
+	return true;
+}
+
+struct dirent64_head {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+int sp_threads_read(pid_t pid, struct sp_threads *t)
+{
+	_Alignas(8) char buf[2048];
+	char dir[48], path[96], text[256];
+	uintptr_t sp;
+	int fd;
+
+	t->n = 0;
+	if (pid)
+		snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+	else
+		snprintf(dir, sizeof dir, "/proc/self/task");
+	fd = sp_os->open(dir, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	for (;;) {
+		ssize_t n = sp_os->getdents(fd, buf, sizeof buf);
+
+		if (n <= 0)
+			break;
+		for (ssize_t off = 0; off < n;) {
+			struct dirent64_head *d = (struct dirent64_head *)(void *)(buf + off);
+			const char *name = d->d_name;
+
+			if (d->d_reclen == 0)
+				break;
+			off += d->d_reclen;
+			/* A thread that cannot be read (ptrace rules: not ours) or has just
+			 * gone is left out, and its stack stays anon. */
+			if (t->n == SP_THREADS_MAX || !name[0] || strspn(name, "0123456789") != strlen(name))
+				continue;
+			snprintf(path, sizeof path, "%s/%.20s/syscall", dir, name);
+			if (sp_read_file(path, text, sizeof text) > 0 && syscall_sp(text, &sp))
+				t->sp[t->n++] = sp;
+		}
+	}
+	sp_os->close(fd);
+	/* Sorted, for a binary search per mapping: a few hundred at most. */
+	for (int i = 1; i < t->n; i++) {
+		uintptr_t x = t->sp[i];
+		int j = i;
+
+		for (; j > 0 && t->sp[j - 1] > x; j--)
+			t->sp[j] = t->sp[j - 1];
+		t->sp[j] = x;
+	}
+	return t->n;
+}
+
+static bool holds_sp(const struct sp_threads *t, uintptr_t start, uintptr_t end)
+{
+	int lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (t->sp[mid] < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->n && t->sp[lo] < end;
+}
+
+/* A thread's stack: private read-write anonymous memory holding a thread's stack
+ * pointer, right above a PROT_NONE mapping (the guard glibc and the runtime put
+ * below every stack they make). The guard is what keeps a malloc'ed stack from
+ * making the whole heap mapping around it "stack". */
+static void classify_stack(struct mapping *m, const struct mapping *prev,
+			   const struct sp_threads *t)
+{
+	if (m->region != SP_REGION_ANON || m->perms[0] != 'r' || m->perms[1] != 'w' ||
+	    m->perms[3] != 'p')
+		return;
+	if (!prev || prev->end != m->start || strcmp(prev->perms, "---p") != 0)
+		return;
+	if (holds_sp(t, m->start, m->end))
+		m->region = SP_REGION_STACK;
+}
+
 int sp_smaps_parse(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
 		   struct sp_verify *v)
+{
+	return sp_smaps_parse_threads(fd, cov, lo, hi, v, NULL);
+}
+
+int sp_smaps_parse_threads(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
+			   struct sp_verify *v, const struct sp_threads *t)
 {
 	struct sp_lines l;
 	const char *line;
@@ -168,6 +298,8 @@ int sp_smaps_parse(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
 	sp_lines_init(&l, fd);
 	while ((r = sp_lines_next(&l, &line)) > 0) {
 		if (parse_header(line, &next)) {
+			if (t && t->n)
+				classify_stack(&next, have ? &cur : NULL, t);
 			if (have)
 				commit(&cur, cov, lo, hi, v);
 			cur = next;
@@ -227,7 +359,10 @@ int sp_coverage(pid_t pid, struct sp_coverage *out)
 	int r = open_smaps(pid, &fd);
 	if (r < 0)
 		return r;
-	r = sp_smaps_parse(fd, out, 0, 0, NULL);
+	/* Read after smaps is open: a process that is gone has been said so already. */
+	struct sp_threads t;
+	sp_threads_read(pid, &t);
+	r = sp_smaps_parse_threads(fd, out, 0, 0, NULL, &t);
 	sp_os->close(fd);
 	return r;
 }

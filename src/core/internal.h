@@ -47,6 +47,20 @@ int sp_smaps_parse(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
 		   struct sp_verify *v);
 /* Classifies one smaps header line's perms and path (path may be ""). */
 enum sp_region sp_region_classify(const char *perms, const char *path);
+/* The stack pointers of a process's threads that are not on a CPU (pid 0: this
+ * one), sorted, from /proc/PID/task/TID/syscall; at most SP_THREADS_MAX. */
+#define SP_THREADS_MAX 512
+struct sp_threads {
+	int n;
+	uintptr_t sp[SP_THREADS_MAX];
+};
+/* The number read, or -errno if the task directory cannot be opened (t->n is 0). */
+int sp_threads_read(pid_t pid, struct sp_threads *t);
+/* sp_smaps_parse that also tells thread stacks from other anonymous memory: a
+ * private read-write anonymous mapping right above a PROT_NONE one (its guard)
+ * that holds one of t's stack pointers is SP_REGION_STACK. t may be NULL. */
+int sp_smaps_parse_threads(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
+			   struct sp_verify *v, const struct sp_threads *t);
 
 /* ---- cached view of the machine (probe.c) ----
  * The allocator asks this, not the kernel. Filled on first use, re-filled by sp_refresh. */

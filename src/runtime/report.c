@@ -14,6 +14,7 @@
 
 #include "runtime.h"
 #include "shm.h"
+#include "stacks.h"
 #include "text.h"
 
 #define MSG_MAX 512      /* one message line */
@@ -409,6 +410,7 @@ struct account {
 	struct rt_stats st;
 	struct rt_shm_stats shm;  /* --shm: shared memory on hugetlb, and its falls */
 	struct rt_text_stats text; /* --text: text and data moved to huge pages */
+	struct rt_stack_stats stacks; /* --stacks: thread stacks on THP, and their falls */
 	struct sp_coverage cov;
 	int cov_err;         /* sp_coverage's error, 0 if the coverage was read */
 	uint64_t hwm;        /* peak resident set (VmHWM; hugetlb is not in it), 0 if unknown */
@@ -457,6 +459,7 @@ static void account_read(struct account *a)
 	rt_stats_get(&a->st);
 	rt_shm_stats_get(&a->shm);
 	rt_text_stats_get(&a->text);
+	rt_stack_stats_get(&a->stacks);
 	rt_brk_stats(&a->st);
 	a->cov_err = sp_coverage(0, &a->cov);
 	if (a->cov_err < 0)
@@ -486,7 +489,7 @@ static bool put_text_falls(struct out *o, const struct rt_text_stats *t, bool js
 	return any;
 }
 
-/* The falls of --shm by reason, as "reason":N pairs (JSON) or " reason N" (text). */
+/* The falls of --shm or --stacks by reason, as "reason":N pairs (JSON) or " reason N" (text). */
 static bool put_shm_falls(struct out *o, const uint64_t *falls, bool json)
 {
 	bool any = false;
@@ -569,6 +572,13 @@ static void report_json(struct out *o, const struct account *a)
 		(unsigned long long)a->text.text_cached, (unsigned long long)a->text.data_moved,
 		(unsigned long long)a->text.unaligned, (unsigned long long)a->text.perf_map_symbols);
 	put_text_falls(o, &a->text, true);
+	put_fmt(o, "}},\"stacks\":{\"threads\":%llu,\"bytes\":%llu,\"maps\":%llu,\"reused\":%llu,"
+		"\"unmaps\":%llu,\"live\":%llu,\"cached\":%llu,\"falls\":{",
+		(unsigned long long)a->stacks.threads, (unsigned long long)a->stacks.bytes,
+		(unsigned long long)a->stacks.maps, (unsigned long long)a->stacks.reused,
+		(unsigned long long)a->stacks.unmaps, (unsigned long long)a->stacks.live,
+		(unsigned long long)a->stacks.cached);
+	put_shm_falls(o, a->stacks.falls, true);
 	put_str(o, "}}}\n");
 }
 
@@ -697,6 +707,18 @@ static void report_text(struct out *o, const struct account *a)
 		put_fmt(o, " on THP; %llu segments unaligned; left as they were:",
 			(unsigned long long)a->text.unaligned);
 		if (!put_text_falls(o, &a->text, false))
+			put_str(o, " none");
+		put_char(o, '\n');
+	}
+
+	if (rt_options()->stacks) {
+		line_start(o, a);
+		put_fmt(o, "thread stacks on THP: %llu threads (", (unsigned long long)a->stacks.threads);
+		put_human(o, a->stacks.bytes);
+		put_fmt(o, "), %llu mapped, %llu reused, %llu unmapped; left to glibc:",
+			(unsigned long long)a->stacks.maps, (unsigned long long)a->stacks.reused,
+			(unsigned long long)a->stacks.unmaps);
+		if (!put_shm_falls(o, a->stacks.falls, false))
 			put_str(o, " none");
 		put_char(o, '\n');
 	}

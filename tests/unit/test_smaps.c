@@ -302,6 +302,79 @@ static void test_regions_parsed(void)
 	CHECK_EQ(c.thp_bytes, 2048 * KB);
 }
 
+/* ---- thread stacks: anonymous memory that holds a thread's stack pointer ---- */
+
+static void task(const char *tid, const char *syscall_text)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/4242/task/%s/syscall", tid);
+	fk_file(path, syscall_text);
+}
+
+static void test_thread_stacks(void)
+{
+	static char t[32768];
+	struct sp_coverage c;
+	struct sp_threads th;
+	setup();
+	t[0] = 0;
+	/* a thread stack (glibc's or ours): guard, then the stack, huge at its top */
+	rec(t, sizeof t, "7f0000000000-7f0000001000", "---p", "", 4, 4, 0, 0, 0);
+	rec(t, sizeof t, "7f0000001000-7f0000801000", "rw-p", "", 8192, 4, 2048, 2048, 0);
+	/* a thread out of a system call ("-1 SP PC"), on a stack with a bigger guard */
+	rec(t, sizeof t, "7f0001000000-7f0001010000", "---p", "", 64, 4, 0, 0, 0);
+	rec(t, sizeof t, "7f0001010000-7f0001110000", "rw-p", "", 1024, 4, 16, 0, 0);
+	/* a stack the program malloc'ed: the SP is in it, but no guard is below */
+	rec(t, sizeof t, "7f0002000000-7f0002400000", "rw-p", "", 4096, 4, 4096, 4096, 0);
+	/* a guard and memory above it that no thread's SP is in */
+	rec(t, sizeof t, "7f0003000000-7f0003001000", "---p", "", 4, 4, 0, 0, 0);
+	rec(t, sizeof t, "7f0003001000-7f0003101000", "rw-p", "", 1024, 4, 64, 0, 0);
+	/* a running thread's stack (nothing to read), and one not permitted */
+	rec(t, sizeof t, "7f0004000000-7f0004001000", "---p", "", 4, 4, 0, 0, 0);
+	rec(t, sizeof t, "7f0004001000-7f0004101000", "rw-p", "", 1024, 4, 8, 0, 0);
+	rec(t, sizeof t, "7f0005000000-7f0005001000", "---p", "", 4, 4, 0, 0, 0);
+	rec(t, sizeof t, "7f0005001000-7f0005101000", "rw-p", "", 1024, 4, 12, 0, 0);
+	/* a shared mapping with an SP in it is shm, whatever is below */
+	rec(t, sizeof t, "7f0006000000-7f0006001000", "---p", "", 4, 4, 0, 0, 0);
+	rec(t, sizeof t, "7f0006001000-7f0006101000", "rw-s", "", 1024, 4, 20, 0, 0);
+	rec(t, sizeof t, "7ffc00000000-7ffc00021000", "rw-p", "[stack]", 132, 4, 24, 0, 0);
+	fk_file("/proc/4242/smaps", t);
+	task("4242", "7 0x7ffc1f4a8c20 0x1 0xffffffff 0x0 0x0 0x0 0x7ffc00020ef8 0x7f1e2a0c53ad\n");
+	task("4243", "202 0x7f0000800910 0x80 0x0 0x0 0x0 0x0 0x7f00007ffe28 0x7f1e2a04c4c6\n");
+	task("4244", "-1 0x7f00010ff000 0x5555d0a01189\n");
+	task("4245", "0 0x3 0x7f1e29a00000 0x20000 0x0 0x0 0x0 0x7f00023ff000 0x7f1e2a0c4a2d\n");
+	task("4246", "running\n");
+	task("4247", "202 0x7f0005100910 0x80 0x0 0x0 0x0 0x0 0x7f00051ffe28 0x7f1e2a04c4c6\n");
+	fk_file_error("/proc/4242/task/4247/syscall", EACCES);
+	task("4248", "202 0x0 0x0 0x0 0x0 0x0 0x0 0x7f0006100000 0x7f1e2a04c4c6\n");
+	/* what is not the file's format is left out */
+	task("4249", "202 0x7f0003000010\n");
+	task("4250", "x 0x7f0003000010 0x1\n");
+	task("4251", "202 7f0003000010 0x1 0x2 0x3 0x4 0x5 0x7f0003000010 0x1\n");
+
+	CHECK_EQ(sp_threads_read(PID, &th), 5);
+	for (int i = 1; i < th.n; i++)
+		CHECK(th.sp[i - 1] <= th.sp[i]);
+	CHECK_EQ(sp_coverage(PID, &c), 0);
+	CHECK_EQ(c.region[SP_REGION_STACK].bytes, (2048 + 16 + 24) * KB);
+	CHECK_EQ(c.region[SP_REGION_STACK].huge_bytes, 2048 * KB);
+	CHECK_EQ(c.region[SP_REGION_ANON].bytes, (4096 + 64 + 8 + 12) * KB);
+	CHECK_EQ(c.region[SP_REGION_ANON].huge_bytes, 4096 * KB);
+	CHECK_EQ(c.region[SP_REGION_SHM].bytes, 20 * KB);
+	CHECK_EQ(region_sum(&c, false), c.rss_bytes);
+	CHECK_EQ(fk_open_fds(), 0);
+
+	/* No task directory (not permitted, or no such kernel): as before. */
+	fk_file_remove_tree("/proc/4242/task/");
+	fk_file("/proc/4242/smaps", t);
+	CHECK_EQ(sp_threads_read(PID, &th), -ENOENT);
+	CHECK_EQ(th.n, 0);
+	CHECK_EQ(sp_coverage(PID, &c), 0);
+	CHECK_EQ(c.region[SP_REGION_STACK].bytes, 24 * KB);
+	CHECK_EQ(c.region[SP_REGION_ANON].bytes, (2048 + 16 + 4096 + 64 + 8 + 12) * KB);
+	CHECK_EQ(fk_open_fds(), 0);
+}
+
 /* ---- hostile input ---- */
 
 static const char *two_maps(char *t, size_t len)
@@ -565,6 +638,7 @@ int main(void)
 	RUN(test_verify_range);
 	RUN(test_classify);
 	RUN(test_regions_parsed);
+	RUN(test_thread_stacks);
 	RUN(test_truncated_last_line);
 	RUN(test_cut_in_number);
 	RUN(test_number_too_big);

@@ -1,0 +1,679 @@
+/* stacks.c - thread stacks on huge pages under --stacks (SUPERPAGE_STACKS=yes): a
+ * thread the program starts without a stack of its own gets one of ours, 2 MiB-aligned,
+ * a multiple of 2 MiB, on THP, with a guard page below; stacks come back when their
+ * thread is joined, or has ended detached, and a few are kept for the next threads.
+ * Everything else about the thread is as glibc would make it. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heap.h"
+#include "internal.h"
+#include "stacks.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Private hugetlb memory is never used for stacks: a forked child's copy of the
+ * forking thread's stack would take pages from the pool on its first write, and
+ * die of SIGBUS if it found the pool empty. THP copies fall back to base pages. */
+
+#define SLOTS 1024        /* stacks of ours at once: live, ended-detached, free */
+#define CACHE_MAX 8       /* free stacks kept for the next threads; more are unmapped */
+#define AFFINITY_MAX 1024 /* bytes of a cpuset copied from an attribute (8192 CPUs) */
+
+/* ---------- the real calls ---------- */
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef int (*join_fn)(pthread_t, void **);
+typedef int (*timedjoin_fn)(pthread_t, void **, const struct timespec *);
+typedef int (*clockjoin_fn)(pthread_t, void **, clockid_t, const struct timespec *);
+typedef int (*detach_fn)(pthread_t);
+
+static struct {
+	create_fn create;
+	join_fn join, tryjoin;
+	timedjoin_fn timedjoin;
+	clockjoin_fn clockjoin;
+	detach_fn detach;
+} real;
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+
+/* glibc 2.34 moved libpthread into libc, with new versions of these symbols; the
+ * default version is asked for by name, the plain lookup is for older glibcs. */
+static void *next(const char *name)
+{
+	void *p = dlvsym(RTLD_NEXT, name, "GLIBC_2.34");
+
+	return p ? p : dlsym(RTLD_NEXT, name);
+}
+
+/* A call the program made that the C library does not have: nothing to pass it to. */
+static void *need(void *fn, const char *name)
+{
+	if (!fn)
+		rt_abort("cannot find the C library's %s", name);
+	return fn;
+}
+
+static void find_real(void)
+{
+	real.create = (create_fn)next("pthread_create");
+	real.join = (join_fn)next("pthread_join");
+	real.tryjoin = (join_fn)next("pthread_tryjoin_np");
+	real.timedjoin = (timedjoin_fn)next("pthread_timedjoin_np");
+	real.clockjoin = (clockjoin_fn)next("pthread_clockjoin_np");
+	real.detach = (detach_fn)next("pthread_detach");
+}
+
+/* ---------- counts, and saying the falls ---------- */
+
+static _Atomic uint64_t n_threads, n_bytes, n_maps, n_reused, n_unmaps, n_live, n_cached;
+static _Atomic uint64_t falls[SP_FALL_COUNT];
+static _Atomic uint32_t said;   /* reasons said already, in the process said_pid */
+static _Atomic int said_pid;
+
+/* Counts a thread left on glibc's stack; true if why is to be said: once per reason
+ * in each process with --verbose, every time from -vv on. */
+static bool fall(enum sp_fall why)
+{
+	const struct sp_options *o = rt_options();
+	uint32_t bit = 1u << why;
+	int me;
+
+	atomic_fetch_add(&falls[why], 1);
+	if (o->verbose < 1)
+		return false;
+	if (o->verbose >= 2)
+		return true;
+	me = (int)getpid();
+	if (atomic_load(&said_pid) != me) {
+		atomic_store(&said, 0);
+		atomic_store(&said_pid, me);
+	}
+	return !(atomic_fetch_or(&said, bit) & bit);
+}
+
+#define SAY_FALL(why, fmt, ...)                                                          \
+	do {                                                                             \
+		if (fall(why))                                                           \
+			rt_verbose(1, "pid %d: --stacks: a thread's stack stays glibc's, on "   \
+				   "base pages: " fmt, (int)getpid(), ##__VA_ARGS__);           \
+	} while (0)
+
+void rt_stack_stats_get(struct rt_stack_stats *out)
+{
+	out->threads = atomic_load(&n_threads);
+	out->bytes = atomic_load(&n_bytes);
+	out->maps = atomic_load(&n_maps);
+	out->reused = atomic_load(&n_reused);
+	out->unmaps = atomic_load(&n_unmaps);
+	out->live = atomic_load(&n_live);
+	out->cached = atomic_load(&n_cached);
+	for (int f = 0; f < SP_FALL_COUNT; f++)
+		out->falls[f] = atomic_load(&falls[f]);
+}
+
+/* ---------- whether to, decided at the first pthread_create ---------- */
+
+static pthread_once_t decide_once = PTHREAD_ONCE_INIT;
+static bool on;                   /* stacks of ours for threads that have none */
+static int off_why = -1;          /* the fall of every thread when not on, or -1 */
+static int stack_prot = PROT_READ | PROT_WRITE;
+
+/* Whether the main thread's stack is executable: ld.so makes it so when an object
+ * loaded at start asks for it (PT_GNU_STACK), and glibc then maps every thread
+ * stack executable too. Ours follow. */
+static bool main_stack_exec(void)
+{
+	struct sp_lines l;
+	const char *line;
+	bool exec = false;
+	int fd = sp_os->open("/proc/self/maps", O_RDONLY, 0);
+
+	if (fd < 0)
+		return false;
+	sp_lines_init(&l, fd);
+	while (sp_lines_next(&l, &line) > 0) {
+		size_t len = strlen(line);
+		const char *perms = strchr(line, ' ');
+
+		if (len >= 7 && strcmp(line + len - 7, "[stack]") == 0 && perms) {
+			exec = perms[3] == 'x';
+			break;
+		}
+	}
+	sp_os->close(fd);
+	return exec;
+}
+
+static void decide(void)
+{
+	const struct sp_options *o = rt_options();
+	const struct sp_view *v;
+
+	if (!o->stacks)
+		return;
+	/* 4k is the baseline: base pages only, nothing to say. */
+	if (o->backing == SP_BACKING_4K) {
+		rt_verbose(1, "--stacks: thread stacks are glibc's under --backing 4k");
+		return;
+	}
+	v = sp_view_get();
+	if (!v->thp_present)
+		off_why = SP_FALL_UNSUPPORTED;
+	else if (v->thp_never || v->features.thp_disabled_here)
+		off_why = SP_FALL_THP_OFF;
+	if (off_why >= 0)
+		return;
+	if (main_stack_exec())
+		stack_prot |= PROT_EXEC;
+	on = true;
+}
+
+/* ---------- our stacks ---------- */
+
+enum { S_EMPTY = 0, S_CLAIMED, S_LIVE, S_DETACHED, S_FREE };
+
+/* A stack of ours: [lo, hi) is the thread's, 2 MiB-aligned, with guard bytes of
+ * PROT_NONE below it. While a thread has it, fn and arg are what it runs and tid is
+ * its kernel id (0 until it has started): a detached thread's stack is free once no
+ * task of that id is left in the process. glibc keeps the thread's descriptor at the
+ * top of the stack, so a pthread_t of ours lies in [lo, hi). */
+struct slot {
+	int state;
+	uintptr_t lo, hi;
+	size_t guard;
+	_Atomic pid_t tid;
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static struct slot slots[SLOTS];
+static int n_used;                /* slots beyond this have never been used */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic bool any;          /* a stack of ours was ever handed out */
+
+struct gone { uintptr_t addr; size_t len; };
+
+/* Takes a stack off the books (under the lock): kept free if there is room, else
+ * noted in out for munmap after the lock. */
+static void put_locked(struct slot *s, struct gone *out, int *n_out)
+{
+	if (atomic_load(&n_cached) < CACHE_MAX) {
+		s->state = S_FREE;
+		atomic_fetch_add(&n_cached, 1);
+	} else {
+		out[(*n_out)++] = (struct gone){ s->lo - s->guard, s->hi - s->lo + s->guard };
+		s->state = S_EMPTY;
+	}
+}
+
+static void unmap_all(const struct gone *sp, int n)
+{
+	for (int i = 0; i < n; i++) {
+		sp_os->munmap((void *)sp[i].addr, sp[i].len);
+		atomic_fetch_add(&n_unmaps, 1);
+	}
+}
+
+/* Detached threads whose task has gone: the kernel cleared their tid word in the
+ * stack (the last thing written to it) before it let the task go. tgkill with
+ * signal 0 asks for the task in this process; a tid reused by a new thread of ours
+ * only keeps the stack a while longer. */
+static void reap_locked(struct gone *out, int *n_out, int max_out)
+{
+	int me = (int)getpid(), e = errno;
+
+	for (int i = 0; i < n_used && *n_out < max_out; i++) {
+		struct slot *s = &slots[i];
+		pid_t tid;
+
+		if (s->state != S_DETACHED || !(tid = atomic_load(&s->tid)))
+			continue;
+		if (syscall(SYS_tgkill, me, tid, 0) < 0 && errno == ESRCH) {
+			atomic_fetch_sub(&n_live, 1);
+			put_locked(s, out, n_out);
+		}
+	}
+	errno = e;
+}
+
+/* A fresh stack of size bytes (a multiple of 2 MiB) with guard bytes below: 0, or a
+ * reason to fall (with *err set). */
+static int map_stack(size_t size, size_t guard, uintptr_t *lo, int *err)
+{
+	size_t len = guard + size + UNIT_SIZE - PAGE_SIZE;
+	uintptr_t raw, a, end;
+	void *p;
+	int r;
+
+	*err = 0;
+	if (size > SIZE_MAX / 2 || guard > SIZE_MAX / 4) {
+		*err = ENOMEM;
+		return SP_FALL_MMAP;
+	}
+	/* Address space only, until the stack is made writable. */
+	r = sp_os->mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &p);
+	if (r < 0) {
+		*err = -r;
+		return SP_FALL_MMAP;
+	}
+	raw = (uintptr_t)p;
+	end = raw + len;
+	a = (raw + guard + UNIT_SIZE - 1) & ~(uintptr_t)(UNIT_SIZE - 1);
+	if (a - guard > raw)
+		sp_os->munmap(p, a - guard - raw);
+	if (end > a + size)
+		sp_os->munmap((void *)(a + size), end - (a + size));
+	r = sp_os->mprotect((void *)a, size, stack_prot);
+	if (r < 0) {
+		sp_os->munmap((void *)(a - guard), guard + size);
+		*err = -r;
+		return SP_FALL_MMAP;
+	}
+	r = sp_os->madvise((void *)a, size, MADV_HUGEPAGE);
+	if (r < 0) {
+		sp_os->munmap((void *)(a - guard), guard + size);
+		*err = -r;
+		return SP_FALL_MADVISE;
+	}
+	*lo = a;
+	return -1;
+}
+
+static struct slot *find_free_locked(size_t size, size_t guard)
+{
+	for (int i = 0; i < n_used; i++)
+		if (slots[i].state == S_FREE && slots[i].hi - slots[i].lo == size &&
+		    slots[i].guard == guard)
+			return &slots[i];
+	return NULL;
+}
+
+/* A stack for a new thread: a free one of the same size and guard, else a new one.
+ * NULL, with the reason to fall, if none can be had. */
+static struct slot *stack_get(size_t size, size_t guard, int *why, int *err)
+{
+	struct gone gone[16];
+	struct slot *s = NULL;
+	int n_gone = 0;
+	bool reused = false;
+	uintptr_t lo;
+
+	*err = 0;
+	pthread_mutex_lock(&lock);
+	s = find_free_locked(size, guard);
+	if (!s) {
+		/* Ended detached threads are looked for only now: each costs a system
+		 * call, and a program that joins its threads has stacks to spare. */
+		reap_locked(gone, &n_gone, 8);
+		s = find_free_locked(size, guard);
+	}
+	if (s) {
+		reused = true;
+		s->state = S_LIVE;
+		atomic_fetch_sub(&n_cached, 1);
+		atomic_fetch_add(&n_reused, 1);
+	}
+	for (int i = 0; i < n_used && !s; i++)
+		if (slots[i].state == S_EMPTY)
+			s = &slots[i];
+	if (!s && n_used < SLOTS)
+		s = &slots[n_used++];
+	if (s && !reused)
+		s->state = S_CLAIMED;
+	/* With the cache full, free stacks (of other sizes, or this one is new) make
+	 * room: the stack taken now is kept when its thread is done. */
+	for (int i = 0; i < n_used && atomic_load(&n_cached) >= CACHE_MAX && n_gone < 16; i++)
+		if (slots[i].state == S_FREE) {
+			gone[n_gone++] = (struct gone){ slots[i].lo - slots[i].guard,
+							slots[i].hi - slots[i].lo + slots[i].guard };
+			slots[i].state = S_EMPTY;
+			atomic_fetch_sub(&n_cached, 1);
+		}
+	pthread_mutex_unlock(&lock);
+	unmap_all(gone, n_gone);
+	if (!s) {
+		*why = SP_FALL_SKIPPED;
+		return NULL;
+	}
+	if (reused) {
+		atomic_fetch_add(&n_live, 1);
+		return s;
+	}
+	*why = map_stack(size, guard, &lo, err);
+	pthread_mutex_lock(&lock);
+	if (*why >= 0) {
+		s->state = S_EMPTY;
+		s = NULL;
+	} else {
+		s->lo = lo;
+		s->hi = lo + size;
+		s->guard = guard;
+		s->state = S_LIVE;
+	}
+	pthread_mutex_unlock(&lock);
+	if (s) {
+		atomic_fetch_add(&n_maps, 1);
+		atomic_fetch_add(&n_live, 1);
+	}
+	return s;
+}
+
+/* The live stack of ours that thread t runs on, under the lock; NULL if none. */
+static struct slot *find_locked(pthread_t t, int state)
+{
+	uintptr_t a = (uintptr_t)t;
+
+	for (int i = 0; i < n_used; i++)
+		if (slots[i].state == state && slots[i].lo <= a && a < slots[i].hi)
+			return &slots[i];
+	return NULL;
+}
+
+/* Thread t has been joined: glibc is done with its stack. */
+static void joined(pthread_t t)
+{
+	struct gone gone[1];
+	struct slot *s;
+	int n_gone = 0;
+
+	if (!atomic_load(&any))
+		return;
+	pthread_mutex_lock(&lock);
+	s = find_locked(t, S_LIVE);
+	if (s) {
+		atomic_fetch_sub(&n_live, 1);
+		put_locked(s, gone, &n_gone);
+	}
+	pthread_mutex_unlock(&lock);
+	unmap_all(gone, n_gone);
+}
+
+/* A stack that a thread could not be started on goes back. */
+static void unused(struct slot *s)
+{
+	struct gone gone[1];
+	int n_gone = 0;
+
+	pthread_mutex_lock(&lock);
+	atomic_fetch_sub(&n_live, 1);
+	put_locked(s, gone, &n_gone);
+	pthread_mutex_unlock(&lock);
+	unmap_all(gone, n_gone);
+}
+
+/* A fork while another thread holds the lock must not leave the child a held lock.
+ * In the child the forking thread has a new tid: were it on a detached stack of
+ * ours, its old tid (gone from this process) would make the stack look free. The
+ * other threads' stacks stay as they are in the child. */
+static void lock_for_fork(void) { pthread_mutex_lock(&lock); }
+static void unlock_after_fork(void) { pthread_mutex_unlock(&lock); }
+static void child_after_fork(void)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+
+	pthread_mutex_init(&lock, NULL);
+	for (int i = 0; i < n_used; i++)
+		if ((slots[i].state == S_LIVE || slots[i].state == S_DETACHED) &&
+		    slots[i].lo <= here && here < slots[i].hi)
+			atomic_store(&slots[i].tid, (pid_t)syscall(SYS_gettid));
+}
+
+__attribute__((constructor)) static void stacks_constructor(void)
+{
+	pthread_atfork(lock_for_fork, unlock_after_fork, child_after_fork);
+}
+
+/* ---------- the thread's attributes, copied ---------- */
+
+struct want {
+	size_t size, guard;  /* rounded: 2 MiB multiple; 4 KiB multiple, at least a page */
+	bool detached;
+};
+
+/* The caller's attributes (glibc's defaults for NULL) into mine, but for the stack.
+ * -1 when mine holds them, -2 when the caller gave a stack of its own (left alone),
+ * else the reason to leave the thread to glibc. */
+static int attr_copy(const pthread_attr_t *attr, pthread_attr_t *mine, struct want *w)
+{
+	_Alignas(8) unsigned char cpus[AFFINITY_MAX];
+	const pthread_attr_t *from = attr;
+	size_t size, guard, ssize;
+	int detach, inherit, scope, r;
+	void *addr;
+	sigset_t mask;
+
+	if (!attr) {
+		/* A copy of the defaults is what glibc starts a NULL-attr thread with. */
+		if (pthread_getattr_default_np(mine) != 0)
+			return SP_FALL_UNSUPPORTED;
+		from = mine;
+	}
+	/* glibc 2.36 gives "stackaddr - size" for a stack address never set. */
+	pthread_attr_getstack(from, &addr, &ssize);
+	if (addr && (uintptr_t)addr + ssize != 0) {
+		if (!attr)
+			pthread_attr_destroy(mine);
+		return -2;
+	}
+	pthread_attr_getstacksize(from, &size);
+	pthread_attr_getguardsize(from, &guard);
+	pthread_attr_getdetachstate(from, &detach);
+	pthread_attr_getinheritsched(from, &inherit);
+	r = pthread_attr_getscope(from, &scope);
+	w->detached = detach == PTHREAD_CREATE_DETACHED;
+	if (size > SIZE_MAX - UNIT_SIZE || guard > SIZE_MAX - UNIT_SIZE)
+		goto no;
+	w->size = (size + UNIT_SIZE - 1) & ~(size_t)(UNIT_SIZE - 1);
+	w->guard = guard ? (guard + PAGE_SIZE - 1) & ~(size_t)(PAGE_SIZE - 1) : PAGE_SIZE;
+	/* Explicit scheduling takes glibc's flags of which values were set, and these
+	 * cannot be read back: such a thread keeps glibc's stack. */
+	if (inherit != PTHREAD_INHERIT_SCHED || r != 0)
+		goto no;
+	if (!attr)
+		return -1;
+	if (pthread_attr_init(mine) != 0)
+		return SP_FALL_UNSUPPORTED;
+	if (pthread_attr_setdetachstate(mine, detach) || pthread_attr_setguardsize(mine, guard) ||
+	    pthread_attr_setscope(mine, scope))
+		goto no_mine;
+	/* An affinity: asked with no room, glibc says EINVAL when one is set with any
+	 * CPU in it; with none set it fills the room with ones, where an empty one set
+	 * gives zeros. Without one, the thread inherits its creator's, which a copy of
+	 * "all ones" would not do. */
+	if (pthread_attr_getaffinity_np(from, 0, (cpu_set_t *)(void *)cpus) == 0) {
+		r = pthread_attr_getaffinity_np(from, sizeof(cpu_set_t), (cpu_set_t *)(void *)cpus);
+		if (r == 0 && cpus[0] == 0 &&
+		    pthread_attr_setaffinity_np(mine, sizeof(cpu_set_t), (cpu_set_t *)(void *)cpus))
+			goto no_mine;
+	} else {
+		for (r = EINVAL, ssize = sizeof(cpu_set_t); r && ssize <= sizeof cpus; ssize *= 2)
+			r = pthread_attr_getaffinity_np(from, ssize, (cpu_set_t *)(void *)cpus);
+		if (r || pthread_attr_setaffinity_np(mine, ssize / 2, (cpu_set_t *)(void *)cpus))
+			goto no_mine;
+	}
+	r = pthread_attr_getsigmask_np(from, &mask);
+	if (r == 0 && pthread_attr_setsigmask_np(mine, &mask))
+		goto no_mine;
+	if (r != 0 && r != PTHREAD_ATTR_NO_SIGMASK_NP)
+		goto no_mine;
+	return -1;
+no_mine:
+	pthread_attr_destroy(mine);
+	return SP_FALL_UNSUPPORTED;
+no:
+	if (!attr)
+		pthread_attr_destroy(mine);
+	return SP_FALL_UNSUPPORTED;
+}
+
+/* ---------- starting threads ---------- */
+
+/* The thread's first frame: its id for the reaper, then what the program asked. Its
+ * return value and pthread_exit reach glibc as they would have. */
+static void *start(void *arg)
+{
+	struct slot *s = arg;
+	void *(*fn)(void *) = s->fn;
+	void *a = s->arg;
+
+	atomic_store(&s->tid, (pid_t)syscall(SYS_gettid));
+	return fn(a);
+}
+
+/* Starts the thread on a stack of ours; false when it is to be started as the
+ * program asked (then nothing of it has been started). */
+static bool huge_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+			void *arg)
+{
+	pthread_attr_t mine;
+	struct want w;
+	struct slot *s;
+	uintptr_t lo;
+	int why, err, r;
+
+	why = attr_copy(attr, &mine, &w);
+	if (why == -2)
+		return false;
+	if (why >= 0) {
+		SAY_FALL(why, "explicit scheduling, or attributes that cannot be copied");
+		return false;
+	}
+	s = stack_get(w.size, w.guard, &why, &err);
+	if (!s) {
+		pthread_attr_destroy(&mine);
+		if (why == SP_FALL_SKIPPED)
+			SAY_FALL(why, "%d stacks of ours are in use", SLOTS);
+		else if (why == SP_FALL_MADVISE)
+			SAY_FALL(why, "madvise(MADV_HUGEPAGE) failed (errno %d)", err);
+		else
+			SAY_FALL(why, "no memory for a stack of %zu bytes (errno %d)", w.size, err);
+		return false;
+	}
+	lo = s->lo;
+	pthread_attr_setstack(&mine, (void *)lo, w.size);
+	s->fn = fn;
+	s->arg = arg;
+	atomic_store(&s->tid, 0);
+	if (w.detached) {
+		pthread_mutex_lock(&lock);
+		s->state = S_DETACHED;
+		pthread_mutex_unlock(&lock);
+	}
+	atomic_store(&any, true);
+	r = real.create(th, &mine, start, s);
+	pthread_attr_destroy(&mine);
+	if (r != 0) {
+		/* Ours may be what it failed on (static TLS larger than the stack, say):
+		 * the program's own call decides. */
+		pthread_mutex_lock(&lock);
+		s->state = S_LIVE;
+		pthread_mutex_unlock(&lock);
+		unused(s);
+		SAY_FALL(SP_FALL_UNSUPPORTED, "pthread_create refused our stack (error %d)", r);
+		return false;
+	}
+	atomic_fetch_add(&n_threads, 1);
+	atomic_fetch_add(&n_bytes, w.size);
+	rt_verbose(2, "pid %d: --stacks: a thread on %zu bytes of THP stack at %p", (int)getpid(),
+		   w.size, (void *)lo);
+	return true;
+}
+
+EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+			  void *arg)
+{
+	int e = errno;
+
+	pthread_once(&real_once, find_real);
+	need(real.create, "pthread_create");
+	rt_init(); /* the options: read even when the heap cannot start */
+	if (rt_options()->stacks) {
+		pthread_once(&decide_once, decide);
+		if (on && huge_create(th, attr, fn, arg)) {
+			errno = e;
+			return 0;
+		} else if (!on && off_why >= 0) {
+			SAY_FALL(off_why, "%s", off_why == SP_FALL_THP_OFF
+						? "THP is never, or disabled for this process"
+						: "this kernel has no THP");
+		}
+	}
+	errno = e;
+	return real.create(th, attr, fn, arg);
+}
+
+EXPORT int pthread_join(pthread_t t, void **ret)
+{
+	int r;
+
+	pthread_once(&real_once, find_real);
+	r = ((join_fn)need(real.join, "pthread_join"))(t, ret);
+	if (r == 0)
+		joined(t);
+	return r;
+}
+
+EXPORT int pthread_tryjoin_np(pthread_t t, void **ret)
+{
+	int r;
+
+	pthread_once(&real_once, find_real);
+	r = ((join_fn)need(real.tryjoin, "pthread_tryjoin_np"))(t, ret);
+	if (r == 0)
+		joined(t);
+	return r;
+}
+
+EXPORT int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespec *abstime)
+{
+	int r;
+
+	pthread_once(&real_once, find_real);
+	r = ((timedjoin_fn)need(real.timedjoin, "pthread_timedjoin_np"))(t, ret, abstime);
+	if (r == 0)
+		joined(t);
+	return r;
+}
+
+EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
+				const struct timespec *abstime)
+{
+	int r;
+
+	pthread_once(&real_once, find_real);
+	r = ((clockjoin_fn)need(real.clockjoin, "pthread_clockjoin_np"))(t, ret, clock, abstime);
+	if (r == 0)
+		joined(t);
+	return r;
+}
+
+/* A thread detached after it started: its stack is free once it has ended. glibc
+ * has let go of it by then (a thread that had ended already is let go inside
+ * pthread_detach itself). */
+EXPORT int pthread_detach(pthread_t t)
+{
+	struct slot *s;
+	int r;
+
+	pthread_once(&real_once, find_real);
+	r = ((detach_fn)need(real.detach, "pthread_detach"))(t);
+	if (r != 0 || !atomic_load(&any))
+		return r;
+	pthread_mutex_lock(&lock);
+	s = find_locked(t, S_LIVE);
+	if (s)
+		s->state = S_DETACHED;
+	pthread_mutex_unlock(&lock);
+	return r;
+}

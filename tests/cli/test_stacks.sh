@@ -1,0 +1,349 @@
+#!/usr/bin/env bash
+# test_stacks.sh - tests superpage run --stacks: threads on stacks of the runtime's (2 MiB-
+# aligned, on THP, a guard page below) give the program's output as without it; their
+# stacks show as region stack on huge pages in superpage stat; an overflow ends on the
+# guard; stacks are reused; fork from a thread, and a stack of the program's own, work.
+# Usage: tests/cli/test_stacks.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
+# "SKIP name: why" per test. Nothing on the machine is changed.
+set -u
+B=${1:?usage: tests/cli/test_stacks.sh BUILD_DIR}
+B=${B%/}
+SP=$(cd "$B" 2>/dev/null && pwd)/superpage
+RT=$B/libsuperpage-run.so
+PROG=$(cd "$B" 2>/dev/null && pwd)/tests/preload/stackuse
+THP=/sys/kernel/mm/transparent_hugepage/enabled
+tmp=$(mktemp -d)
+# shellcheck source=tests/cli/lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+held=''
+trap '[ -n "$held" ] && kill "$held" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM HUP
+
+# What the tests see must come from superpage run, not from whoever started them.
+unset LD_PRELOAD "${!SUPERPAGE_@}"
+export LC_ALL=C
+
+why=$(preload_blocker "$B" "$RT")
+if [ -n "$why" ]; then
+	skip stacks "$why"
+	exit 0
+fi
+if [ ! -x "$SP" ] || [ ! -f "$RT" ] || [ ! -x "$PROG" ]; then
+	fail stacks_built "$SP, $RT or $PROG is missing: build with make B=$B tests"
+	exit 1
+fi
+
+MB=1048576
+THREADS=68 # stackuse deep/hold: 64 with the default size, 4 with sizes of their own
+
+# A value from the first JSON line of a file: a dotted path such as stacks.maps.
+json() { # file path
+	if command -v jq >/dev/null; then
+		head -n 1 "$1" | jq -r ".$2" 2>/dev/null
+	elif command -v python3 >/dev/null; then
+		python3 -c 'import json, sys
+d = json.loads(open(sys.argv[1]).readline())
+for k in sys.argv[2].split("."): d = d[k]
+print(d)' "$1" "$2" 2>/dev/null
+	else
+		echo none
+	fi
+}
+have_json() { command -v jq >/dev/null || command -v python3 >/dev/null; }
+thp_mode() { sed -n 's/.*\[\(.*\)\].*/\1/p' "$THP" 2>/dev/null; }
+
+LIMIT=120
+run() { # name command... : leaves rc, $tmp/name.out, $tmp/name.err
+	local name=$1
+	shift
+	timeout -k 5 $LIMIT "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+	rc=$?
+}
+oneline() { tail -n "${2:-3}" "$1" | tr '\n' ' ' | cut -c 1-300; }
+
+# Sets why if run name did not end well or printed other than the plain run.
+same_as_plain() { # name
+	why=''
+	if [ "$rc" = 124 ]; then
+		why="timed out after ${LIMIT}s: $(oneline "$tmp/$1.err")"
+	elif [ "$rc" != 0 ]; then
+		why="exited $rc: $(oneline "$tmp/$1.out") $(oneline "$tmp/$1.err")"
+	elif ! diff "$tmp/plain.out" "$tmp/$1.out" >/dev/null; then
+		why="stdout differs from the plain run: $(diff "$tmp/plain.out" "$tmp/$1.out" | head -n 4 |
+			tr '\n' ' ' | cut -c 1-300)"
+	fi
+	[ -z "$why" ]
+}
+
+mode=$(thp_mode)
+if [ -z "$mode" ]; then
+	thp_why="this kernel has no THP"
+elif [ "$mode" = never ]; then
+	thp_why="THP is never here"
+else
+	thp_why=''
+fi
+
+run plain "$PROG" deep
+if [ "$rc" != 0 ]; then
+	fail stacks_plain "$PROG deep exited $rc without superpage: $(oneline "$tmp/plain.out") $(oneline "$tmp/plain.err")"
+	exit 1
+fi
+
+# ---------- (a) 68 threads recursing 1 MiB deep: the same output on our stacks ----------
+
+test_same_output() {
+	local got
+	run deep "$SP" run --stacks --stats="$tmp/deep.json" -- "$PROG" deep
+	if ! same_as_plain deep; then
+		fail stacks_same_output "$why"
+	elif [ -n "$thp_why" ] || ! have_json; then
+		pass stacks_same_output "(${thp_why:-no jq or python3}: not checked that the stacks were ours)"
+	elif got=$(json "$tmp/deep.json" stacks.threads) && [ "$got" != "$THREADS" ]; then
+		fail stacks_same_output "$got threads on stacks of ours, want $THREADS: $(head -c 600 "$tmp/deep.json")"
+	else
+		pass stacks_same_output
+	fi
+}
+
+# ---------- (b) while the threads are blocked, superpage stat shows their stacks ----------
+
+# Runs stackuse hold under superpage run with options, and superpage stat --json on it
+# once its threads are all waiting at their deepest frame: $tmp/name.stat.
+stat_held() { # name superpage-run-options...
+	local name=$1 pid='' fifo=$tmp/$1.fifo
+	shift
+	why=''
+	mkfifo "$fifo" || { why="mkfifo failed"; return 1; }
+	"$SP" run "$@" -- "$PROG" hold <"$fifo" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+	held=$!
+	exec {hold_fd}>"$fifo"
+	for _ in $(seq 300); do
+		pid=$(awk '$1 == "ready" { print $2 }' "$tmp/$name.out")
+		[ -n "$pid" ] || ! kill -0 "$held" 2>/dev/null && break
+		sleep 0.1
+	done
+	if [ -n "$pid" ]; then
+		"$SP" stat --json "$pid" >"$tmp/$name.stat" 2>"$tmp/$name.staterr" ||
+			why="superpage stat --json $pid failed: $(oneline "$tmp/$name.staterr")"
+	else
+		why="the program never said it was ready: $(oneline "$tmp/$name.out") $(oneline "$tmp/$name.err")"
+	fi
+	exec {hold_fd}>&-
+	wait "$held"
+	rc=$?
+	held=''
+	if [ -z "$why" ] && [ "$rc" != 0 ]; then
+		why="exited $rc: $(oneline "$tmp/$name.out") $(oneline "$tmp/$name.err")"
+	fi
+	if [ -z "$why" ] && ! diff <(grep -v '^ready' "$tmp/$name.out") "$tmp/plain.out" >/dev/null; then
+		why="stdout differs from the plain deep run: $(diff <(grep -v '^ready' "$tmp/$name.out") "$tmp/plain.out" | head -n 4 | tr '\n' ' ')"
+	fi
+	[ -z "$why" ]
+}
+
+test_stat_huge() {
+	local huge bytes want=$((64 * 2 * MB))
+	if [ -n "$thp_why" ]; then
+		skip stacks_stat_huge "$thp_why"
+		return
+	elif ! have_json; then
+		skip stacks_stat_huge "no jq or python3 to read JSON"
+		return
+	fi
+	if ! stat_held held --stacks; then
+		fail stacks_stat_huge "$why"
+		return
+	fi
+	huge=$(json "$tmp/held.stat" regions.stack.huge_bytes)
+	bytes=$(json "$tmp/held.stat" regions.stack.bytes)
+	if [ -z "$huge" ] || [ "$huge" -lt "$want" ]; then
+		fail stacks_stat_huge "region stack has ${huge:-no} huge bytes, want at least $want (64 x 2 MiB): $(head -c 400 "$tmp/held.stat")"
+	else
+		pass stacks_stat_huge "(stack $((bytes / MB)) MiB resident, $((huge / MB)) MiB huge)"
+	fi
+}
+
+# Without --stacks the threads' stacks are glibc's: region stack all the same (the
+# classification is superpage stat's, for any process), and none of it huge.
+test_stat_off() {
+	local huge bytes want=$((64 * MB))
+	if ! have_json; then
+		skip stacks_stat_off "no jq or python3 to read JSON"
+		return
+	fi
+	if ! stat_held off; then
+		fail stacks_stat_off "$why"
+		return
+	fi
+	huge=$(json "$tmp/off.stat" regions.stack.huge_bytes)
+	bytes=$(json "$tmp/off.stat" regions.stack.bytes)
+	if [ -z "$bytes" ] || [ "$bytes" -lt "$want" ]; then
+		fail stacks_stat_off "region stack has ${bytes:-no} bytes, want at least $want (64 threads 1 MiB deep): $(head -c 400 "$tmp/off.stat")"
+	elif [ "$huge" != 0 ] && [ "$mode" != always ]; then
+		fail stacks_stat_off "region stack has $huge huge bytes without --stacks, want 0"
+	else
+		pass stacks_stat_off "(stack $((bytes / MB)) MiB resident, $((huge / MB)) MiB huge)"
+	fi
+}
+
+# ---------- (c) an overflow ends on the guard page ----------
+
+test_guard() {
+	if [ -n "$thp_why" ]; then
+		skip stacks_guard "$thp_why"
+		return
+	fi
+	run guard "$SP" run --stacks -- "$PROG" guard
+	why=''
+	if [ "$rc" != 0 ]; then
+		why="exited $rc: $(oneline "$tmp/guard.out") $(oneline "$tmp/guard.err")"
+	elif ! grep -q '^guard: the child died of signal 11$' "$tmp/guard.out"; then
+		why="the overflowing child did not die of SIGSEGV: $(oneline "$tmp/guard.out" 4)"
+	elif ! grep -q '^guard: a PROT_NONE page right below the stack$' "$tmp/guard.out"; then
+		why="no guard page below the stack: $(oneline "$tmp/guard.out" 4)"
+	elif ! grep -q '^guard: canary intact, 0 bytes changed$' "$tmp/guard.out"; then
+		why="the memory below the guard: $(oneline "$tmp/guard.out" 4)"
+	elif ! grep -q '^guard: stack 2m-aligned' "$tmp/guard.out"; then
+		why="the thread was not on a stack of ours: $(oneline "$tmp/guard.out" 4)"
+	fi
+	if [ -z "$why" ]; then pass stacks_guard; else fail stacks_guard "$why"; fi
+}
+
+# ---------- (d) stacks are reused: joined, created detached, detached later ----------
+
+test_reuse() {
+	local more maps reused threads
+	if [ -n "$thp_why" ]; then
+		skip stacks_reuse "$thp_why"
+		return
+	elif ! have_json; then
+		skip stacks_reuse "no jq or python3 to read JSON"
+		return
+	fi
+	run reuse "$SP" run --stacks --stats="$tmp/reuse.json" -- "$PROG" reuse
+	more=$(sed -n 's/^reuse: 400 threads ran; \(-*[0-9]*\) more mappings after them$/\1/p' "$tmp/reuse.out")
+	threads=$(json "$tmp/reuse.json" stacks.threads)
+	maps=$(json "$tmp/reuse.json" stacks.maps)
+	reused=$(json "$tmp/reuse.json" stacks.reused)
+	why=''
+	if [ "$rc" != 0 ] || [ -z "$more" ]; then
+		why="exited $rc: $(oneline "$tmp/reuse.out") $(oneline "$tmp/reuse.err")"
+	elif [ "$threads" != 401 ]; then
+		why="$threads threads on stacks of ours, want 401: $(head -c 600 "$tmp/reuse.json")"
+	elif [ "$maps" -gt 16 ] || [ "$reused" -lt 385 ]; then
+		why="$maps stacks mapped, $reused reused for 401 threads one at a time: $(head -c 600 "$tmp/reuse.json")"
+	elif [ "$more" -gt 32 ]; then
+		why="the process has $more more mappings after 400 threads"
+	fi
+	if [ -z "$why" ]; then
+		pass stacks_reuse "($maps mapped, $reused reused, $more more mappings)"
+	else
+		fail stacks_reuse "$why"
+	fi
+}
+
+# ---------- (e) fork from a thread on a huge stack ----------
+
+test_fork() {
+	run fork "$SP" run --stacks --stats="$tmp/fork.json" -- "$PROG" fork
+	why=''
+	if [ "$rc" != 0 ] || ! grep -q '^fork: the child exited 0$' "$tmp/fork.out"; then
+		why="exited $rc: $(oneline "$tmp/fork.out") $(oneline "$tmp/fork.err")"
+	elif [ -z "$thp_why" ] && have_json && [ "$(json "$tmp/fork.json" stacks.threads)" != 1 ]; then
+		why="the forking thread was not on a stack of ours: $(head -c 600 "$tmp/fork.json")"
+	fi
+	if [ -z "$why" ]; then pass stacks_fork; else fail stacks_fork "$why"; fi
+}
+
+# ---------- (f) a stack of the program's own is left alone ----------
+
+test_own() {
+	run own "$SP" run --stacks --stats="$tmp/own.json" -- "$PROG" own
+	why=''
+	if [ "$rc" != 0 ] || ! grep -q '^own stack: kept$' "$tmp/own.out"; then
+		why="exited $rc: $(oneline "$tmp/own.out") $(oneline "$tmp/own.err")"
+	elif have_json && [ "$(json "$tmp/own.json" stacks.threads)" != 0 ]; then
+		why="a thread with its own stack was counted on one of ours: $(head -c 600 "$tmp/own.json")"
+	fi
+	if [ -z "$why" ]; then pass stacks_own; else fail stacks_own "$why"; fi
+}
+
+# ---------- the attributes asked for are the thread's ----------
+
+# Detach state, affinity (set, and inherited), signal mask, pthread_exit and
+# cancellation: as without --stacks. The guard below each stack of ours is what was
+# asked, and a page when 0 was asked (below glibc's stacks is what glibc's cache of
+# stacks makes it: not compared).
+test_attrs() {
+	local got
+	run attrs_plain "$PROG" attrs
+	run attrs "$SP" run --stacks --stats="$tmp/attrs.json" -- "$PROG" attrs
+	why=''
+	if [ "$rc" != 0 ]; then
+		why="exited $rc: $(oneline "$tmp/attrs.out") $(oneline "$tmp/attrs.err")"
+	elif ! diff <(sed 's/, guard .*//' "$tmp/attrs_plain.out") <(sed 's/, guard .*//' "$tmp/attrs.out") >/dev/null; then
+		why="stdout differs from the plain run: $(diff "$tmp/attrs_plain.out" "$tmp/attrs.out" |
+			head -n 6 | tr '\n' ' ' | cut -c 1-400)"
+	elif [ -n "$thp_why" ]; then
+		:
+	elif ! grep -q '^attrs sigmask+guard: .*, guard 64 KiB or more$' "$tmp/attrs.out" ||
+		[ "$(grep -c ', guard a page or more$' "$tmp/attrs.out")" != 7 ]; then
+		why="the guards below the stacks are not as asked: $(grep ', guard' "$tmp/attrs.out" | tr '\n' ' ' | cut -c 1-400)"
+	elif have_json && got=$(json "$tmp/attrs.json" stacks.threads) && [ "$got" != 8 ]; then
+		why="$got threads on stacks of ours, want 8: $(head -c 600 "$tmp/attrs.json")"
+	fi
+	if [ -z "$why" ]; then pass stacks_attrs; else fail stacks_attrs "$why"; fi
+}
+
+# ---------- THP off for the process: glibc's stacks, counted and said once ----------
+
+test_thp_off() {
+	local falls said
+	if ! have_json; then
+		skip stacks_thp_off "no jq or python3 to read JSON"
+		return
+	fi
+	run nothp "$SP" run --stacks -v --stats="$tmp/nothp.json" -- "$PROG" nothp deep
+	falls=$(json "$tmp/nothp.json" stacks.falls.thp_off)
+	said=$(grep -c -- "--stacks: a thread's stack stays glibc's, on base pages: THP is never" "$tmp/nothp.err")
+	if ! same_as_plain nothp; then
+		fail stacks_thp_off "$why"
+	elif [ "$(json "$tmp/nothp.json" stacks.threads)" != 0 ] || [ "$falls" != "$THREADS" ]; then
+		fail stacks_thp_off "want 0 threads on our stacks and $THREADS thp_off falls: $(head -c 600 "$tmp/nothp.json")"
+	elif [ "$said" != 1 ]; then
+		fail stacks_thp_off "--verbose said the fall $said times, want once: $(oneline "$tmp/nothp.err")"
+	else
+		pass stacks_thp_off
+	fi
+}
+
+# ---------- --backing 4k: nothing done ----------
+
+test_4k() {
+	if ! have_json; then
+		skip stacks_4k "no jq or python3 to read JSON"
+		return
+	fi
+	run b4k "$SP" run --backing 4k --stacks --stats="$tmp/b4k.json" -- "$PROG" deep
+	if ! same_as_plain b4k; then
+		fail stacks_4k "$why"
+	elif [ "$(json "$tmp/b4k.json" stacks.threads)" != 0 ] ||
+		[ "$(json "$tmp/b4k.json" stacks.falls)" != "{}" ]; then
+		fail stacks_4k "--backing 4k put threads on stacks of ours or counted falls: $(head -c 600 "$tmp/b4k.json")"
+	else
+		pass stacks_4k
+	fi
+}
+
+test_same_output
+test_stat_huge
+test_stat_off
+test_guard
+test_reuse
+test_fork
+test_own
+test_attrs
+test_thp_off
+test_4k
+exit "$failed"
