@@ -4,8 +4,10 @@
 # dlopen too), only the aligned interior of an unaligned binary, superpage stat
 # showing the text region huge, /tmp/perf-PID.map naming the moved functions, the
 # original mapping kept intact when no huge page can be had, and text the page cache
-# maps with huge pages already left there. The moves are tested on fresh copies of
-# the programs: a binary read back from disk may come in PMD-sized page cache folios.
+# maps with huge pages already left there, and --text --stacks --shm together with
+# superpage stat showing text, stack and shm on huge pages. The moves are tested on
+# fresh copies of the programs: a binary read back from disk may come in PMD-sized
+# page cache folios.
 # Usage: tests/cli/test_text.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
 # "SKIP name: why" per test. The 2M pool and THP mode are put back, even on failure.
 set -u
@@ -281,6 +283,41 @@ fi
 exec {hold}>&-
 wait "$wpid" 2>/dev/null
 rm -f "/tmp/perf-$wpid.map"
+
+# ---------- --text --stacks --shm: one process, all of it on huge pages ----------
+
+if ! pool_add 6; then
+	skip text_stacks_shm "$why"
+else
+	echo | "$PROG" all 100 >"$tmp/plain-all.out" 2>&1
+	"$SP" run --text --stacks --shm -- "$PROG" all 100 <"$fifo" >"$tmp/all.out" 2>"$tmp/all.err" &
+	apid=$!
+	exec {hold}>"$fifo"
+	for _ in $(seq 100); do grep -q '^ready' "$tmp/all.out" && break; sleep 0.1; done
+	"$SP" stat --json "$apid" >"$tmp/all.json" 2>"$tmp/all-stat.err"
+	exec {hold}>&-
+	wait "$apid"
+	rc=$?
+	regions=$(python3 -c 'import json,sys
+r = json.load(open(sys.argv[1]))["regions"]
+print(" ".join("%s=%d/%d" % (k, r[k]["huge_bytes"], r[k]["bytes"]) for k in ("text", "stack", "shm")))' \
+		"$tmp/all.json" 2>/dev/null)
+	why=''
+	if [ "$rc" != 0 ] || ! diff "$tmp/plain-all.out" "$tmp/all.out" >/dev/null; then
+		why="exited $rc or printed other than plain: $(diff "$tmp/plain-all.out" "$tmp/all.out" | head -n 3 | tr '\n' ' ') $(oneline "$tmp/all.err")"
+	else
+		for k in text stack shm; do
+			h=$(sed -n "s/.*$k=\([0-9]*\)\/.*/\1/p" <<<"$regions")
+			[ "${h:-0}" -ge 4194304 ] || why="$why $k has ${h:-?} bytes huge;"
+		done
+	fi
+	if [ -z "$why" ]; then
+		pass text_stacks_shm "superpage stat: $regions (huge/resident bytes)"
+	else
+		fail text_stacks_shm "$why (stat: ${regions:-$(head -c 200 "$tmp/all.json")})"
+	fi
+	put_pool_back
+fi
 
 # --text=all: every library with an aligned 2 MiB of text too; the program still runs.
 run all "$SP" run --text=all --verbose -- "$PROG" dlopen 300

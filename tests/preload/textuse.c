@@ -13,10 +13,17 @@
  *   smaps    the chain, then the bytes of the functions' mappings that are resident
  *            and on huge pages: "text=N huge=N hugetlb=N filepmd=N" (filepmd: huge
  *            pages of the page cache, mapped from the file)
+ *   all      the chain, 4 threads that recurse 256 KiB deep, a 4 MiB SysV segment
+ *            and a 4 MiB MAP_SHARED|MAP_ANONYMOUS mapping shared with a child that
+ *            writes them; "ready" while the threads wait at their deepest frame,
+ *            until stdin ends (for superpage stat of text, stack and shm at once)
  *   data     checks 5 MiB of initialized data and 8 MiB of bss (which --text moves
  *            to THP), writes them, forks a child that checks and writes its copy,
  *            checks the parent's is its own; then "data=N datahuge=N" from smaps */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +172,106 @@ static int data_test(void)
 	return 0;
 }
 
+/* ---------- all: text, thread stacks and shared memory at once ---------- */
+
+#define SHM_BYTES (4u << 20)
+#define DEPTH 256 /* frames of 1 KiB */
+
+static pthread_barrier_t deep, done;
+
+/* Recurses DEPTH frames, each with 1 KiB of its own; at the bottom waits until the
+ * main thread has been looked at. Returns a sum that needs every frame. */
+static unsigned recurse(unsigned d, unsigned seed)
+{
+	volatile unsigned char frame[1024];
+	unsigned sum = 0;
+	for (unsigned i = 0; i < sizeof frame; i++)
+		frame[i] = (unsigned char)(seed + d + i);
+	if (d + 1 < DEPTH)
+		sum = recurse(d + 1, seed);
+	else {
+		pthread_barrier_wait(&deep);
+		pthread_barrier_wait(&done);
+	}
+	for (unsigned i = 0; i < sizeof frame; i += 64)
+		sum += frame[i];
+	return sum;
+}
+
+static void *thread_main(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	return (void *)(uintptr_t)recurse(0, seed);
+}
+
+/* A child writes both regions; the parent reads what it wrote. */
+static int shared_test(unsigned char *seg, unsigned char *map)
+{
+	int st;
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		for (unsigned i = 0; i < SHM_BYTES; i += 4096) {
+			seg[i] = (unsigned char)(i >> 12);
+			map[i] = (unsigned char)(~i >> 12);
+		}
+		_exit(0);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		return 1;
+	for (unsigned i = 0; i < SHM_BYTES; i += 4096)
+		if (seg[i] != (unsigned char)(i >> 12) || map[i] != (unsigned char)(~i >> 12))
+			return 1;
+	return 0;
+}
+
+static int all_test(unsigned calls)
+{
+	enum { NT = 4 };
+	pthread_t t[NT];
+	char buf[64];
+	int id = shmget(IPC_PRIVATE, SHM_BYTES, IPC_CREAT | 0600);
+	unsigned char *seg = id >= 0 ? shmat(id, NULL, 0) : (void *)-1;
+	unsigned char *map = mmap(NULL, SHM_BYTES, PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int bad = 0;
+
+	if (id >= 0)
+		shmctl(id, IPC_RMID, NULL); /* gone when detached, whatever happens */
+	if (seg == (void *)-1 || map == MAP_FAILED) {
+		perror("textuse: shared memory");
+		return 1;
+	}
+	if (run_chain(calls))
+		return 1;
+	if (shared_test(seg, map)) {
+		fprintf(stderr, "textuse: the parent does not see what the child wrote\n");
+		return 1;
+	}
+	printf("shared ok\n");
+	pthread_barrier_init(&deep, NULL, NT + 1);
+	pthread_barrier_init(&done, NULL, NT + 1);
+	for (int i = 0; i < NT; i++)
+		if (pthread_create(&t[i], NULL, thread_main, (void *)(uintptr_t)(i + 1)))
+			return 1;
+	pthread_barrier_wait(&deep);
+	printf("ready\n");
+	fflush(stdout);
+	while (fread(buf, 1, sizeof buf, stdin) > 0)
+		;
+	pthread_barrier_wait(&done);
+	for (int i = 0; i < NT; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		printf("thread %d sum %u\n", i, (unsigned)(uintptr_t)r);
+		bad |= r == NULL;
+	}
+	shmdt(seg);
+	munmap(map, SHM_BYTES);
+	return bad;
+}
+
 /* Resident and huge bytes of the mappings that hold the functions, or (data) the
  * initialized data and bss. */
 static int text_smaps(int data)
@@ -267,8 +374,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "smaps"))
 		return run_chain(calls) || text_smaps(0);
+	if (!strcmp(mode, "all"))
+		return all_test(calls);
 	if (!strcmp(mode, "data"))
 		return data_test() || text_smaps(1);
-	fprintf(stderr, "usage: textuse calls|fork|exec|dlopen|wait|smaps|data [CALLS]\n");
+	fprintf(stderr, "usage: textuse calls|fork|exec|dlopen|wait|smaps|data|all [CALLS]\n");
 	return 2;
 }
