@@ -140,7 +140,40 @@ $(B)/bench/ideal/%: bench/kernels/%.c bench/kernel.h $(wildcard bench/*.h) $(LIB
 	@mkdir -p $(dir $@)
 	$(CC) $(KERNEL_CFLAGS) $(SAN) -DBENCH_IDEAL -Iinclude -o $@ $< $(LIB_A) -lpthread -lm
 
-kernels: $(KERNEL_BIN) $(IDEAL_BIN)
+# The itlb kernel (x86-64 only): bench/itlbgen writes its text, 16 MiB: 4096 short
+# straight-line functions, a 4 KiB page each, their entries on different cache lines (a
+# call finds its code in the caches but its page not in the instruction TLB); the driver
+# calls them. Linked for 2 MiB pages, so that the text segment is 2 MiB-aligned and
+# superpage run --text can move nearly all of it (all but the last page, which follows
+# the C start-up code); itlb-unaligned is the same linked as usual.
+ITLB_X86 := $(filter x86_64-%,$(shell $(CC) -dumpmachine))
+ITLB_BIN := $(if $(ITLB_X86),$(B)/bench/kernels/itlb $(B)/bench/itlb/itlb-unaligned)
+ITLB_ALIGN := -Wl,-zcommon-page-size=2097152 -Wl,-zmax-page-size=2097152
+
+$(B)/bench/itlb/itlbgen: bench/itlbgen.c bench/itlb/itlb.h
+	@mkdir -p $(dir $@)
+	$(CC) $(KERNEL_CFLAGS) -o $@ $<
+
+$(B)/bench/itlb/text.o: $(B)/bench/itlb/itlbgen
+	$< 4096 4096 2 >$(B)/bench/itlb/text.s
+	$(CC) -c -o $@ $(B)/bench/itlb/text.s
+
+$(B)/bench/itlb/driver.o: bench/itlb/driver.c bench/itlb/itlb.h bench/kernel.h
+	@mkdir -p $(dir $@)
+	$(CC) $(KERNEL_CFLAGS) -c -o $@ $<
+
+# The text first: only the C start-up code comes before it in the segment.
+$(B)/bench/kernels/itlb: $(B)/bench/itlb/text.o $(B)/bench/itlb/driver.o
+	@mkdir -p $(dir $@)
+	$(CC) $(ITLB_ALIGN) -o $@ $^
+
+$(B)/bench/itlb/itlb-unaligned: $(B)/bench/itlb/text.o $(B)/bench/itlb/driver.o
+	$(CC) -o $@ $^
+
+kernels: $(KERNEL_BIN) $(IDEAL_BIN) $(ITLB_BIN)
+ifeq ($(ITLB_X86),)
+	@echo "kernels: itlb skipped: its generated text is x86-64 assembly"
+endif
 
 tests: all kernels $(UNIT_BIN) $(SYS_BIN) $(HELPER_BIN) $(PRELOAD_BIN)
 
@@ -170,7 +203,8 @@ install: all kernels
 	install -m 644 man/superpage.3 $(DESTDIR)$(MANDIR)/man3/superpage.3
 	install -m 644 man/superpage-run.7 $(DESTDIR)$(MANDIR)/man7/superpage-run.7
 	install -d $(DESTDIR)$(LIBDIR)/superpage/kernels $(DESTDIR)$(LIBDIR)/superpage/ideal
-	install -m 755 $(KERNEL_BIN) $(DESTDIR)$(LIBDIR)/superpage/kernels/
+	install -m 755 $(KERNEL_BIN) $(filter %/kernels/itlb,$(ITLB_BIN)) \
+		$(DESTDIR)$(LIBDIR)/superpage/kernels/
 	install -m 755 $(IDEAL_BIN) $(DESTDIR)$(LIBDIR)/superpage/ideal/
 
 uninstall:

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef BENCH_IDEAL
 #include <superpage.h>
@@ -131,19 +132,27 @@ static inline void bench_result(struct bench_args *a, const char *name, uint64_t
 		a->failed = 1;
 }
 
-/* With BENCH_SMAPS set (superpage bench sets it), prints what the kernel's data got,
- * read from /proc/self/smaps while its arrays are still mapped:
+/* With BENCH_SMAPS set (superpage bench sets it), prints what the kernel's data and
+ * text got, read from /proc/self/smaps while its arrays are still mapped:
  *   memory data_bytes=N thp_bytes=N hugetlb_2m_bytes=N hugetlb_1g_bytes=N largest_bytes=N
- * data is every anonymous mapping but the stack (the heap, mmaps, hugetlb), resident
- * (Rss, plus *_Hugetlb which Rss leaves out); largest is the largest bench_alloc
- * array, which says how much of the data 1 GiB pages could hold. */
+ *          text_bytes=N text_huge_bytes=N text_hugetlb_bytes=N   (one line)
+ * data is every anonymous mapping but the stack and code (the heap, mmaps, hugetlb),
+ * resident (Rss, plus *_Hugetlb which Rss leaves out); largest is the largest
+ * bench_alloc array, which says how much of the data 1 GiB pages could hold. text is
+ * the program's own code, resident: its executable's executable mappings and the
+ * anonymous executable ones, where superpage run --text puts the code it moves;
+ * text_huge is the part on huge pages of any kind (THP, PMD-mapped page cache,
+ * hugetlb), text_hugetlb the part on hugetlb pages. */
 static inline void bench_print_memory(void)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
+	char line[512], exe[256];
 	unsigned long long data = 0, thp = 0, tlb2m = 0, tlb1g = 0, kps = 4, v;
-	int anon = 0;
+	unsigned long long text = 0, text_huge = 0, text_tlb = 0;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	int anon = 0, code = 0;
 
+	exe[n > 0 ? n : 0] = 0;
 	if (!f) {
 		printf("memory unknown=%d\n", errno);
 		return;
@@ -153,12 +162,32 @@ static inline void bench_print_memory(void)
 
 		if (sscanf(line, "%31[A-Za-z_]: %llu kB", name, &v) != 2) {
 			/* A mapping's first line: "start-end perms offset dev inode [path]". */
-			char path[256] = "";
+			char perms[8] = "", *path;
 			unsigned long long inode = 0;
+			int at = -1;
 
-			if (sscanf(line, "%*x-%*x %*s %*x %*s %llu %255s", &inode, path) >= 1)
-				anon = (inode == 0 && (path[0] == 0 || !strcmp(path, "[heap]"))) ||
-				       !strncmp(path, "/anon_hugepage", 14);
+			if (sscanf(line, "%*x-%*x %7s %*x %*s %llu %n", perms, &inode, &at) < 2 || at < 0)
+				continue;
+			path = line + at;
+			path[strcspn(path, "\n")] = 0;
+			anon = !strchr(perms, 'x') &&
+			       ((inode == 0 && (path[0] == 0 || !strcmp(path, "[heap]"))) ||
+				!strncmp(path, "/anon_hugepage", 14));
+			code = strchr(perms, 'x') && path[0] != '[' &&
+			       (inode == 0 || !strncmp(path, "/anon_hugepage", 14) ||
+				!strncmp(path, "/memfd:", 7) || (exe[0] && !strcmp(path, exe)));
+			continue;
+		}
+		if (code) {
+			if (!strcmp(name, "Rss"))
+				text += v;
+			else if (!strcmp(name, "AnonHugePages") || !strcmp(name, "FilePmdMapped"))
+				text_huge += v;
+			else if (!strcmp(name, "Private_Hugetlb") || !strcmp(name, "Shared_Hugetlb")) {
+				text += v;
+				text_huge += v;
+				text_tlb += v;
+			}
 			continue;
 		}
 		if (!anon)
@@ -179,8 +208,9 @@ static inline void bench_print_memory(void)
 	}
 	fclose(f);
 	printf("memory data_bytes=%llu thp_bytes=%llu hugetlb_2m_bytes=%llu hugetlb_1g_bytes=%llu "
-	       "largest_bytes=%llu\n",
-	       data << 10, thp << 10, tlb2m << 10, tlb1g << 10, (unsigned long long)bench_largest);
+	       "largest_bytes=%llu text_bytes=%llu text_huge_bytes=%llu text_hugetlb_bytes=%llu\n",
+	       data << 10, thp << 10, tlb2m << 10, tlb1g << 10, (unsigned long long)bench_largest,
+	       text << 10, text_huge << 10, text_tlb << 10);
 	fflush(stdout);
 }
 

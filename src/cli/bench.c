@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/sysinfo.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -34,11 +35,11 @@ void usage_bench(void)
 	fputs("usage: superpage bench [OPTIONS]\n"
 	      "\n"
 	      "Runs the benchmark kernels (the seed's trans, trans2, transf, transw, mem2, gemmx,\n"
-	      "fft and himeno, and today's gups, tlbreach, stream and fault) as unmodified\n"
-	      "programs under each backing through superpage run, alternating the backings in\n"
-	      "every round, and reports medians side by side with the share of each run's data\n"
-	      "that really was on huge pages. A run that did not get the pages it asked for is\n"
-	      "marked and is no result for that backing.\n"
+	      "fft and himeno, and today's gups, tlbreach, stream, fault and itlb) as\n"
+	      "unmodified programs under each backing through superpage run, alternating the\n"
+	      "backings in every round, and reports medians side by side with the share of\n"
+	      "each run's data (itlb: its code) that really was on huge pages. A run that did\n"
+	      "not get the pages it asked for is marked and is no result for that backing.\n"
 	      "\n"
 	      "  --kernel K,...     the kernels to run (default: all; see the list below);\n"
 	      "                     K=SIZE/SIZE/... runs K at those --size values only\n"
@@ -61,6 +62,8 @@ void usage_bench(void)
 	      "\n"
 	      "kernels: trans trans2 transf transw mem2 gemmx fft himeno gups tlbreach stream fault\n"
 	      "         malloc (throughput of malloc itself; its size is a number of threads)\n"
+	      "         itlb (calls spread over 16 MiB of code: run with --text, judged by its\n"
+	      "         text's pages; x86-64 only)\n"
 	      "The table goes to stdout, progress to stderr. Exit status: 0, 1 if a kernel's\n"
 	      "own check failed or a run crashed, 2 for bad options. See superpage(1).\n",
 	      stdout);
@@ -79,6 +82,9 @@ struct kernel_spec {
 	unsigned mult;       /* data = mult x that */
 	bool allocator;      /* measures malloc itself: its few MiB of heap are not what it
 	                        is about, so every run is a result, and it has no ideal */
+	bool text;           /* is about its code: run with superpage run --text, judged by
+	                        the pages of its text, not its data; no ideal (sp_alloc has
+	                        no text), no 1g (text is not put on 1 GiB pages) */
 };
 
 static const struct kernel_spec kernel_specs[] = {
@@ -95,6 +101,11 @@ static const struct kernel_spec kernel_specs[] = {
 	{ "stream", "256M", "256M", NULL, EST_BYTES, 3 },
 	{ "fault", "4G", "1G", NULL, EST_BYTES, 1 },
 	{ "malloc", "1 2", "1 2", NULL, EST_POINTS, 0, true },
+#ifdef __x86_64__
+	/* Bytes of text in use: within the L2 instruction TLB's reach on 4 KiB pages (here
+	 * 512 entries, 2 MiB), and 8 times past it, where 2 MiB pages need only 8 entries. */
+	{ "itlb", "1M 4M 16M", "1M 16M", NULL, EST_BYTES, 1, false, true },
+#endif
 };
 #define N_KERNELS (sizeof kernel_specs / sizeof kernel_specs[0])
 
@@ -754,6 +765,8 @@ static void build_command(const struct bench *b, const struct plan_item *it, con
 		argv[n++] = "run";
 		argv[n++] = "--backing";
 		argv[n++] = (char *)v->backing;
+		if (it->k->text)
+			argv[n++] = "--text";
 		argv[n++] = "--";
 	}
 	argv[n++] = prog;
@@ -1019,7 +1032,11 @@ static void record(struct bench *b, const struct plan_item *it, const struct var
 		return;
 	}
 	if (o->have_mem) {
-		ok_backing = judge(v, &o->mem, &cov, &wanted, why, sizeof why);
+		if (it->k->text)
+			ok_backing = bench_judge_text(v->how == HOW_RUN ? v->backing : NULL, &o->mem,
+						      &cov, &wanted, why, sizeof why);
+		else
+			ok_backing = judge(v, &o->mem, &cov, &wanted, why, sizeof why);
 		if (it->k->allocator)
 			ok_backing = true;
 	} else
@@ -1055,6 +1072,17 @@ static void record(struct bench *b, const struct plan_item *it, const struct var
 	}
 }
 
+/* Why kernel k is not run under v: a reason, "" if it gets no row at all (there is no
+ * ideal build of a text kernel), or NULL if it is run. */
+static const char *not_for(const struct kernel_spec *k, const struct variant *v)
+{
+	if (k->text && v->how == HOW_IDEAL)
+		return "";
+	if (k->text && v->how == HOW_RUN && !strcmp(v->backing, "1g"))
+		return "text is not put on 1 GiB pages";
+	return NULL;
+}
+
 /* A skipped backing gets a row, with the reason, beside each case the item printed. */
 static void mark_skipped(struct bench *b, const struct plan_item *it)
 {
@@ -1062,7 +1090,11 @@ static void mark_skipped(struct bench *b, const struct plan_item *it)
 	int rows = b->nrows;
 
 	for (int k = 0; k < b->nvar; k++) {
-		if (!b->var[k].skip)
+		const char *why = not_for(it->k, &b->var[k]);
+
+		if (!why)
+			why = b->var[k].skip ? b->var[k].why : NULL;
+		if (!why || !why[0])
 			continue;
 		for (int i = 0; i < rows; i++) {
 			const struct bench_row *c = &b->rows[i];
@@ -1073,7 +1105,7 @@ static void mark_skipped(struct bench *b, const struct plan_item *it)
 				continue;
 			r = find_row(b, c->name, it->dec, b->var[k].name);
 			if (r)
-				row_invalid(r, b->var[k].why);
+				row_invalid(r, why);
 		}
 	}
 }
@@ -1134,21 +1166,62 @@ static void progress(struct bench *b, const struct plan_item *it, const struct v
 	fputc('\n', stderr);
 }
 
-static int gcd(int a, int b)
+/* Touches `bytes` of fresh memory (THP where it can, to be quick) and gives it back,
+ * so the run that follows gets memory the host really backs. A guest that reports its
+ * free memory to the host (virtio-balloon free page reporting: this one does, 2 s
+ * after a free) has it taken back, and the next fault of it is the host's too: here
+ * 1 GiB under auto faulted in 1.5-2.8 s after a 4 s pause against 0.1 s right after
+ * another run's exit, and a run's predecessor decided which it got. Pages freed just
+ * now are the first the allocator hands out again. One pass after a pause still left
+ * 0.1-0.7 s, a second pass 0.10-0.21 s: so two. At most half the free memory. */
+static void warm_memory(uint64_t bytes)
 {
-	return b ? gcd(b, a % b) : a;
+	struct sysinfo si;
+
+	if (sysinfo(&si) == 0 && bytes > (uint64_t)si.freeram * si.mem_unit / 2)
+		bytes = (uint64_t)si.freeram * si.mem_unit / 2;
+	bytes &= ~(2 * MIB - 1);
+	for (int pass = 0; bytes && pass < 2; pass++) {
+		char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (p == MAP_FAILED)
+			return;
+		madvise(p, bytes, MADV_HUGEPAGE);
+		for (uint64_t off = 0; off < bytes; off += 4096)
+			p[off] = 1;
+		munmap(p, bytes);
+	}
 }
 
-/* The stride of round r through n backings: the strides prime to n in turn, so each
- * round visits every backing once and the backing after each one changes. */
-static int round_step(int n, int r)
+/* The same for the pools' free pages, once before the rounds: a pool page is backed
+ * by the host from its first use on (a freed hugetlb page stays in the pool, unreported),
+ * so without this the first 2m and 1g runs alone pay the host's faults. */
+static void warm_pools(void)
 {
-	int strides[MAX_BACKINGS], ns = 0;
+	static const struct { uint64_t size; int shift; } sizes[] = { { 2 * MIB, 21 }, { GIB, 30 } };
 
-	for (int s = 1; s < n; s++)
-		if (gcd(s, n) == 1)
-			strides[ns++] = s;
-	return ns ? strides[r % ns] : 1;
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		struct sp_pool p;
+		uint64_t bytes;
+		char *m;
+
+		if (sp_pool_get(sizes[i].size, -1, &p) < 0)
+			continue;
+		if (p.reserved > 0)
+			p.free -= p.reserved; /* promised to mappings already made */
+		if (p.free <= 0)
+			continue;
+		bytes = (uint64_t)p.free * sizes[i].size;
+		m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (sizes[i].shift << MAP_HUGE_SHIFT),
+			 -1, 0);
+		if (m == MAP_FAILED)
+			continue;
+		for (uint64_t off = 0; off < bytes; off += sizes[i].size)
+			m[off] = 1;
+		munmap(m, bytes);
+	}
 }
 
 static int write_file(const char *path, const char *what, struct bench *b,
@@ -1196,22 +1269,25 @@ int cmd_bench(int argc, char **argv)
 	}
 	b.runs_total = b.nitems * b.repeat * runnable;
 	b.started = now_s();
+	warm_pools();
 	for (int i = 0; i < b.nitems; i++) {
 		const struct plan_item *it = &b.items[i];
 
 		for (int round = 0; round < b.repeat; round++) {
-			/* Each round starts one backing later and steps through them by
-			 * another stride: no backing always runs first, or always right
-			 * after the same one (a run pays for the memory the one before it
-			 * freed: in a VM, base pages freed just before are slow to get). */
-			int step = round_step(b.nvar, round);
+			/* The rows of a balanced Latin square: over the rounds every
+			 * backing runs first, and right after each other one, equally
+			 * often, so what a run leaves behind weighs on no backing more
+			 * than on another. */
+			int order[MAX_BACKINGS];
 
+			bench_round_order(b.nvar, round, order);
 			for (int k = 0; k < b.nvar; k++) {
-				struct variant *v = &b.var[(round + k * step) % b.nvar];
+				struct variant *v = &b.var[order[k]];
 				struct run_out o;
 				double t0;
 
-				if (v->skip || (v->how == HOW_IDEAL && it->k->allocator))
+				if (v->skip || (v->how == HOW_IDEAL && it->k->allocator) ||
+				    not_for(it->k, v))
 					continue;
 				if (v->how == HOW_SYSFS && !thp_always(v)) {
 					v->skip = true;
@@ -1219,6 +1295,7 @@ int cmd_bench(int argc, char **argv)
 				}
 				progress(&b, it, v, round);
 				t0 = now_s();
+				warm_memory(it->bytes);
 				run_kernel(&b, it, v, &o);
 				if (v->how == HOW_SYSFS)
 					thp_put_back();

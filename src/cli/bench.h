@@ -22,12 +22,25 @@ struct bench_line {
 struct bench_memory {
 	uint64_t data, thp, tlb2m, tlb1g; /* bytes */
 	uint64_t largest;                 /* the largest array, 0 if not said */
+	uint64_t text, text_huge, text_hugetlb; /* its own code, resident; 0 if not said */
 };
 /* 1 and *out set if line is a result line, 0 if it is some other line, -1 if it starts
  * like one but is malformed. */
 int bench_parse_result(const char *line, struct bench_line *out);
 /* 1 if line is a memory line (and *out set), 0 if not, -1 if malformed. */
 int bench_parse_memory(const char *line, struct bench_memory *out);
+/* Whether a run of a kernel that is about its code (itlb) got, for its text, the pages
+ * `backing` asks for ("4k", "auto", "thp", "2m"; NULL for a peer, which asks nothing).
+ * *cov: the share of its text on huge pages; *wanted: the share on the pages asked
+ * for (for 4k, on base pages); why: what was missing. */
+bool bench_judge_text(const char *backing, const struct bench_memory *m, double *cov,
+		      double *wanted, char *why, size_t len);
+
+/* The order of n backings (indices 0..n-1) in round `round` (0, 1, ...), into order[n]:
+ * a balanced Latin square (Williams design), so that over the rounds each backing runs
+ * first, and right after each other one, equally often: a run's speed can depend on
+ * what the run before it left behind. */
+void bench_round_order(int n, int round, int *order);
 
 /* The median of n values (the mean of the middle two for even n); v is sorted. */
 double bench_median(double *v, int n);

@@ -157,12 +157,117 @@ int bench_parse_memory(const char *line, struct bench_memory *out)
 		return -1;
 	m.largest = 0; /* optional: the largest array the kernel has */
 	if (!at_line_end(p) &&
-	    (next_field(&p, "largest_bytes", &v, &len) || bench_parse_u64(v, len, &m.largest) ||
-	     !at_line_end(p)))
+	    (next_field(&p, "largest_bytes", &v, &len) || bench_parse_u64(v, len, &m.largest)))
+		return -1;
+	/* optional, after largest_bytes: the three figures of the kernel's own code */
+	m.text = m.text_huge = m.text_hugetlb = 0;
+	if (!at_line_end(p) &&
+	    (next_field(&p, "text_bytes", &v, &len) || bench_parse_u64(v, len, &m.text) ||
+	     next_field(&p, "text_huge_bytes", &v, &len) || bench_parse_u64(v, len, &m.text_huge) ||
+	     next_field(&p, "text_hugetlb_bytes", &v, &len) ||
+	     bench_parse_u64(v, len, &m.text_hugetlb) || !at_line_end(p)))
 		return -1;
 	if (out)
 		*out = m;
 	return 1;
+}
+
+/* ---------- the order of the runs ---------- */
+
+/* Rows of a Williams design. w(k), the k-th of 0, 1, n-1, 2, n-2, ..., steps by +1,
+ * -2, +3, ...: for even n these are every nonzero step mod n once, so the rows w + i
+ * (i = 0..n-1) put every backing right after every other exactly once, and every
+ * backing first once. For odd n the steps repeat, and the mirrored rows (read back to
+ * front) make up the missing pairs: over 2n rounds every ordered pair twice.
+ *
+ * Round r starts with backing r mod n: even n takes row r; odd n takes row r (even r)
+ * or the mirror of row r - h (odd r; h = (n+1)/2 = w(n-1), where a row ends). The last
+ * run of a round is followed by the first of the next, so these pairs count too: row
+ * r ends at r + n/2 (even n) and the pairs across the boundaries are all different
+ * over a cycle; for odd n they are (r + h, r + 1) into a mirror and (r - h, r + 1) out
+ * of one, different for n >= 5. Neither repeats a backing at a boundary (for n > 2).
+ * n = 3 has no such rule (its steps 1 - h and 1 + h collide): its six rounds are a
+ * table with the same properties. */
+static int williams(int n, int k)
+{
+	return k == 0 ? 0 : k % 2 ? (k + 1) / 2 : n - k / 2;
+}
+
+void bench_round_order(int n, int round, int *order)
+{
+	static const int three[6][3] = { { 0, 1, 2 }, { 1, 2, 0 }, { 2, 1, 0 },
+					 { 1, 0, 2 }, { 0, 2, 1 }, { 2, 0, 1 } };
+	int row = round < 0 ? 0 : round, mirror = 0;
+
+	if (n <= 0)
+		return;
+	if (n == 3) {
+		memcpy(order, three[row % 6], sizeof three[0]);
+		return;
+	}
+	if (n % 2 && row % 2) {
+		mirror = 1;
+		row -= (n + 1) / 2;
+	}
+	row = ((row % n) + n) % n;
+	for (int k = 0; k < n; k++)
+		order[k] = (williams(n, mirror ? n - 1 - k : k) + row) % n;
+}
+
+/* ---------- what a run of a text kernel got ---------- */
+
+bool bench_judge_text(const char *backing, const struct bench_memory *m, double *cov,
+		      double *wanted, char *why, size_t len)
+{
+	double text = m->text ? (double)m->text : 1;
+	double huge = (double)m->text_huge / text, tlb = (double)m->text_hugetlb / text;
+
+	*cov = huge > 1 ? 1 : huge;
+	*wanted = 0;
+	why[0] = 0;
+	/* A program always has some code: no text figure is an old kernel's memory line. */
+	if (!m->text) {
+		snprintf(why, len, "the kernel did not say where its text was");
+		return false;
+	}
+	if (!backing) {
+		*wanted = *cov;
+		return true;
+	}
+	if (!strcmp(backing, "4k")) {
+		*wanted = 1 - *cov;
+		if (*cov < 0.01)
+			return true;
+		snprintf(why, len, "%.0f%% of the text on huge pages", 100 * *cov);
+		return false;
+	}
+	if (!strcmp(backing, "auto")) {
+		/* auto chooses the pages, THP or hugetlb: any huge page is what it asks. */
+		*wanted = *cov;
+		if (*cov >= 0.9)
+			return true;
+		snprintf(why, len, "only %.0f%% of %llu MiB of text on huge pages", 100 * *cov,
+			 (unsigned long long)(m->text >> 20));
+		return false;
+	}
+	if (!strcmp(backing, "thp")) {
+		/* THP: AnonHugePages and FilePmdMapped, the huge pages that are not hugetlb. */
+		*wanted = huge - tlb < 0 ? 0 : huge - tlb > 1 ? 1 : huge - tlb;
+		if (*wanted >= 0.9)
+			return true;
+		snprintf(why, len, "%.0f%% of the text on THP", 100 * *wanted);
+		return false;
+	}
+	if (!strcmp(backing, "2m")) {
+		*wanted = tlb > 1 ? 1 : tlb;
+		if (*wanted >= 0.9)
+			return true;
+		snprintf(why, len, "%.0f%% of the text on 2M hugetlb pages (THP %.0f%%)", 100 * *wanted,
+			 100 * (*cov - *wanted));
+		return false;
+	}
+	snprintf(why, len, "text is not put on %s pages", backing);
+	return false;
 }
 
 /* ---------- medians, bests, speedups ---------- */
@@ -615,8 +720,8 @@ void bench_write_table(FILE *f, const struct bench_machine *m, const struct benc
 	      "others   speedup, then coverage:\n"
 	      "         speedup = median time on 4k / median time on that backing (1.52x: the\n"
 	      "         same work took 1/1.52 of the time; below 1.00x it was slower)\n"
-	      "         coverage = share of the kernel's data on huge pages, the smallest over\n"
-	      "         the rounds\n"
+	      "         coverage = share of the kernel's data (itlb: of its code) on huge\n"
+	      "         pages, the smallest over the rounds\n"
 	      "!        the run did not get the backing it asked for: no result for that\n"
 	      "         backing (see notes)\n"
 	      "FAIL     the kernel's check of its own answer failed\n"

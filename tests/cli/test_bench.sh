@@ -118,7 +118,7 @@ test_kernels_tiny() {
 		# With BENCH_SMAPS the kernel says what its data got.
 		# shellcheck disable=SC2086
 		BENCH_SMAPS=1 "$K/$name" --size "$size" $extra >"$tmp/kout" 2>/dev/null
-		if ! grep -q '^memory data_bytes=[1-9][0-9]* thp_bytes=[0-9]* hugetlb_2m_bytes=[0-9]* hugetlb_1g_bytes=[0-9]* largest_bytes=[0-9]*$' "$tmp/kout"; then
+		if ! grep -q '^memory data_bytes=[1-9][0-9]* thp_bytes=[0-9]* hugetlb_2m_bytes=[0-9]* hugetlb_1g_bytes=[0-9]* largest_bytes=[0-9]* text_bytes=[1-9][0-9]* text_huge_bytes=[0-9]* text_hugetlb_bytes=[0-9]*$' "$tmp/kout"; then
 			why="$name: no memory line: $(oneline "$tmp/kout")"
 			break
 		fi
@@ -175,6 +175,76 @@ test_kernels_ideal() {
 	done
 	restore
 	if [ -n "$why" ]; then fail kernels_ideal "$why"; else pass kernels_ideal; fi
+}
+
+# itlb (x86-64 only): checks its own calls at a tiny size, says how much of its text is
+# resident, is linked with its text segment 2 MiB-aligned, and runs linked as usual too.
+test_itlb() {
+	local name=itlb why='' text seg
+	if [ ! -x "$K/itlb" ]; then
+		skip $name "no itlb kernel in $K (it is built on x86-64 only)"
+		return
+	fi
+	why=$(kernel_ok "$K/itlb" --size 64K --reps 1)
+	[ -n "$why" ] || why=$(kernel_ok "$B/bench/itlb/itlb-unaligned" --size 64K --reps 1)
+	if [ -z "$why" ]; then
+		BENCH_SMAPS=1 "$K/itlb" --size 64K --reps 1 >"$tmp/kout" 2>/dev/null
+		text=$(sed -n 's/^memory .* text_bytes=\([0-9]*\) .*/\1/p' "$tmp/kout")
+		# 16 functions in use, a page each: at least that much of its text is resident.
+		[ "${text:-0}" -ge 65536 ] || why="itlb --size 64K: text_bytes ${text:-missing}: $(oneline "$tmp/kout")"
+	fi
+	if [ -z "$why" ]; then
+		"$K/itlb" --size 64M >/dev/null 2>&1
+		[ $? = 2 ] || why="itlb --size 64M (more than its text) did not exit 2"
+	fi
+	if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
+
+	name=itlb_text_aligned
+	if ! command -v readelf >/dev/null 2>&1; then
+		skip $name "no readelf (binutils)"
+		return
+	fi
+	# The executable LOAD segment: "LOAD offset vaddr paddr filesz memsz R E align".
+	read -ra seg < <(readelf -lW "$K/itlb" | awk '$1 == "LOAD" && $(NF-1) == "E"')
+	if [ ${#seg[@]} != 9 ] || ((seg[1] % 2097152 || seg[2] % 2097152 || seg[8] % 2097152 ||
+		seg[4] < 16777216)); then
+		fail $name "itlb's text segment is not 16 MiB at a 2 MiB boundary: ${seg[*]}"
+		return
+	fi
+	read -ra seg < <(readelf -lW "$B/bench/itlb/itlb-unaligned" | awk '$1 == "LOAD" && $(NF-1) == "E"')
+	if [ ${#seg[@]} != 9 ] || ((seg[2] % 2097152 == 0)); then
+		fail $name "itlb-unaligned's text segment is 2 MiB-aligned too: ${seg[*]}"
+	else
+		pass $name
+	fi
+}
+
+# The bench runs itlb with --text, skips 1g for it with the reason, and has no ideal for it.
+test_itlb_rows() {
+	local name=bench_itlb_rows
+	if [ ! -x "$K/itlb" ]; then
+		skip $name "no itlb kernel in $K (it is built on x86-64 only)"
+		return
+	fi
+	if [ -n "$no_preload" ]; then
+		skip $name "$no_preload"
+		return
+	fi
+	sp bench --kernel itlb=1M --backing 1g --peers --repeat 1 --json "$tmp/i.json"
+	if [ "$rc" != 0 ]; then
+		fail $name "exit $rc: $(oneline "$tmp/err")"
+	elif ! grep -q '^itlb .* skip' "$tmp/out" ||
+		! grep -q 'itlb 1M 1g: text is not put on 1 GiB pages' "$tmp/out"; then
+		fail $name "the table does not skip 1g for itlb with its reason: $(oneline "$tmp/out")"
+	elif have_python && ! python3 -c '
+import json, sys
+r = {x["backing"]: x for x in json.load(open(sys.argv[1]))["results"]}
+sys.exit(0 if r["4k"]["valid"] and r["4k"]["coverage"] < 0.01 and not r["1g"]["valid"] and
+         not [b for b in r if b.startswith("ideal")] else 1)' "$tmp/i.json"; then
+		fail $name "want a valid 4k row on base pages, 1g not valid, no ideal: $(head -c 600 "$tmp/i.json")"
+	else
+		pass $name
+	fi
 }
 
 test_bad_args() {
@@ -318,6 +388,8 @@ sys.exit(0 if len(r) == 1 and r[0]["valid"] and r[0]["coverage_wanted"] >= 0.9 e
 
 test_kernels_tiny
 test_kernels_ideal
+test_itlb
+test_itlb_rows
 test_bad_args
 test_run_json
 test_skip_marked

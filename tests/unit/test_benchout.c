@@ -325,6 +325,30 @@ static void test_parse_memory(void)
 		  "largest_bytes=", -1);
 	memory_is("memory data_bytes=5 thp_bytes=4 hugetlb_2m_bytes=3 hugetlb_1g_bytes=2 "
 		  "largest_bytes=1 x=2", -1);
+	/* The kernel's code, after largest_bytes: all three figures, in order, or none. */
+	CHECK(m.text == 0 && m.text_huge == 0 && m.text_hugetlb == 0);
+	CHECK_EQ(bench_parse_memory("memory data_bytes=5 thp_bytes=4 hugetlb_2m_bytes=3 "
+				    "hugetlb_1g_bytes=2 largest_bytes=0 text_bytes=16789504 "
+				    "text_huge_bytes=16777216 text_hugetlb_bytes=2097152\n",
+				    &m),
+		 1);
+	CHECK(m.largest == 0 && m.text == 16789504ull && m.text_huge == 16777216ull &&
+	      m.text_hugetlb == 2097152ull && m.data == 5);
+	CHECK_EQ(bench_parse_memory("memory data_bytes=5 thp_bytes=4 hugetlb_2m_bytes=3 "
+				    "hugetlb_1g_bytes=2 largest_bytes=1",
+				    &m),
+		 1);
+	CHECK(m.text == 0 && m.text_huge == 0 && m.text_hugetlb == 0);
+	memory_is("memory data_bytes=5 thp_bytes=4 hugetlb_2m_bytes=3 hugetlb_1g_bytes=2 "
+		  "largest_bytes=1 text_bytes=9 text_huge_bytes=8", -1);
+	memory_is("memory data_bytes=5 thp_bytes=4 hugetlb_2m_bytes=3 hugetlb_1g_bytes=2 "
+		  "largest_bytes=1 text_huge_bytes=8 text_bytes=9 text_hugetlb_bytes=0", -1);
+	memory_is("memory data_bytes=5 thp_bytes=4 hugetlb_2m_bytes=3 hugetlb_1g_bytes=2 "
+		  "largest_bytes=1 text_bytes=9 text_huge_bytes=8 text_hugetlb_bytes=x", -1);
+	memory_is("memory data_bytes=5 thp_bytes=4 hugetlb_2m_bytes=3 hugetlb_1g_bytes=2 "
+		  "largest_bytes=1 text_bytes=9 text_huge_bytes=8 text_hugetlb_bytes=0 y=1", -1);
+	memory_is("memory data_bytes=5 thp_bytes=4 hugetlb_2m_bytes=3 hugetlb_1g_bytes=2 "
+		  "text_bytes=9 text_huge_bytes=8 text_hugetlb_bytes=0", -1);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		memory_is(bad[i], -1);
 	/* The kernel could not read smaps: no figure, not a broken line. */
@@ -332,6 +356,157 @@ static void test_parse_memory(void)
 	memory_is("", 0);
 	memory_is("memorys data_bytes=1", 0);
 	memory_is("result name=g size=1 seconds=1 metric=1 unit=u check=ok", 0);
+}
+
+/* A run of the text kernel under backing, with these MiB of text, huge and hugetlb:
+ * whether it is a result, and its coverage and coverage wanted (in %). */
+static void text_judged(const char *backing, uint64_t text, uint64_t huge, uint64_t tlb,
+			bool want_ok, int want_cov, int want_wanted, const char *want_why)
+{
+	struct bench_memory m = { .data = 64ull << 20, .thp = 64ull << 20 }; /* not the text */
+	double cov = -1, wanted = -1;
+	char why[160];
+	bool ok;
+
+	m.text = text << 20;
+	m.text_huge = huge << 20;
+	m.text_hugetlb = tlb << 20;
+	ok = bench_judge_text(backing, &m, &cov, &wanted, why, sizeof why);
+	if (ok != want_ok || (int)lround(100 * cov) != want_cov ||
+	    (int)lround(100 * wanted) != want_wanted || !strstr(why, want_why) ||
+	    (ok && why[0]))
+		printf("  %s, text %llu MiB, huge %llu, hugetlb %llu: %s %.2f %.2f \"%s\"\n",
+		       backing ? backing : "(peer)", (unsigned long long)text,
+		       (unsigned long long)huge, (unsigned long long)tlb, ok ? "ok" : "not ok", cov,
+		       wanted, why);
+	CHECK(ok == want_ok);
+	CHECK_EQ(lround(100 * cov), want_cov);
+	CHECK_EQ(lround(100 * wanted), want_wanted);
+	CHECK(strstr(why, want_why) != NULL);
+	CHECK(!ok || !why[0]);
+}
+
+/* itlb's runs are judged by where its text is, whatever its data got. */
+static void test_judge_text(void)
+{
+	/* 4k: none of the text huge (the data's THP does not count). */
+	text_judged("4k", 16, 0, 0, true, 0, 100, "");
+	text_judged("4k", 16, 14, 0, false, 88, 13, "88% of the text on huge pages");
+	/* thp: 90% on THP; PMD-mapped page cache is THP too, hugetlb is not. */
+	text_judged("thp", 16, 16, 0, true, 100, 100, "");
+	text_judged("thp", 20, 18, 0, true, 90, 90, "");
+	text_judged("thp", 16, 14, 0, false, 88, 88, "88% of the text on THP");
+	text_judged("thp", 16, 16, 16, false, 100, 0, "0% of the text on THP");
+	/* 2m: 90% on hugetlb pages. */
+	text_judged("2m", 16, 16, 16, true, 100, 100, "");
+	text_judged("2m", 16, 16, 0, false, 100, 0, "0% of the text on 2M hugetlb pages (THP 100%)");
+	text_judged("2m", 16, 0, 0, false, 0, 0, "0% of the text on 2M hugetlb pages");
+	/* auto: 90% on huge pages of either kind; no exception for a small text. */
+	text_judged("auto", 16, 16, 0, true, 100, 100, "");
+	text_judged("auto", 16, 16, 16, true, 100, 100, "");
+	text_judged("auto", 16, 1, 0, false, 6, 6, "only 6% of 16 MiB of text on huge pages");
+	/* 1g is never asked for text; a peer asks for nothing and is always a result. */
+	text_judged("1g", 16, 16, 16, false, 100, 0, "text is not put on 1g pages");
+	text_judged(NULL, 16, 8, 0, true, 50, 50, "");
+	/* No text figures (an older kernel): no result, whatever the backing. */
+	text_judged("4k", 0, 0, 0, false, 0, 0, "did not say where its text was");
+	text_judged(NULL, 0, 0, 0, false, 0, 0, "did not say where its text was");
+	/* Counts that do not add up never give more than all of it. */
+	text_judged("thp", 16, 32, 0, true, 100, 100, "");
+}
+
+/* ---- the order of the runs ---- */
+
+#define ORDER_MAX 16
+
+/* Counts, over rounds [0, rounds), how often b runs right after a within a round
+ * (after[a][b]), how often b runs first (first[b]) and how often a round ends with a
+ * and the next starts with b (across[a][b]); false if a round is not a permutation. */
+static bool order_counts(int n, int rounds, int after[ORDER_MAX][ORDER_MAX], int *first,
+			 int across[ORDER_MAX][ORDER_MAX])
+{
+	int o[ORDER_MAX], prev_last = -1;
+
+	memset(after, 0, sizeof(int) * ORDER_MAX * ORDER_MAX);
+	memset(across, 0, sizeof(int) * ORDER_MAX * ORDER_MAX);
+	memset(first, 0, sizeof(int) * ORDER_MAX);
+	for (int r = 0; r < rounds; r++) {
+		bool seen[ORDER_MAX] = { false };
+
+		for (int k = 0; k < n; k++)
+			o[k] = -1;
+		bench_round_order(n, r, o);
+		for (int k = 0; k < n; k++) {
+			if (o[k] < 0 || o[k] >= n || seen[o[k]])
+				return false;
+			seen[o[k]] = true;
+			if (k)
+				after[o[k - 1]][o[k]]++;
+		}
+		first[o[0]]++;
+		if (prev_last >= 0)
+			across[prev_last][o[0]]++;
+		prev_last = o[n - 1];
+	}
+	return true;
+}
+
+static void test_round_order(void)
+{
+	int after[ORDER_MAX][ORDER_MAX], across[ORDER_MAX][ORDER_MAX], first[ORDER_MAX];
+	int o[4];
+
+	/* --quick's four backings (4k, auto, 2m, 1g): the rows of the square. */
+	bench_round_order(4, 0, o);
+	CHECK(o[0] == 0 && o[1] == 1 && o[2] == 3 && o[3] == 2);
+	bench_round_order(4, 1, o);
+	CHECK(o[0] == 1 && o[1] == 2 && o[2] == 0 && o[3] == 3);
+	bench_round_order(4, 5, o);
+	CHECK(o[0] == 1 && o[1] == 2 && o[2] == 0 && o[3] == 3);
+	/* In 3 rounds of 4 (make bench), auto (1) comes right after 4k (0) once. */
+	CHECK(order_counts(4, 3, after, first, across));
+	CHECK_EQ(after[0][1] + across[0][1], 1);
+	bench_round_order(1, 7, o);
+	CHECK_EQ(o[0], 0);
+
+	for (int n = 2; n <= ORDER_MAX; n++) {
+		/* A full design: n rounds for even n, 2n (the square and its mirror) for odd. */
+		int cycle = n % 2 ? 2 * n : n, times = cycle / n;
+		bool ok = order_counts(n, n, after, first, across);
+
+		/* Already in the first n rounds, every backing runs first once. */
+		for (int a = 0; ok && a < n; a++)
+			CHECK_EQ(first[a], 1);
+		ok = order_counts(n, cycle, after, first, across);
+
+		CHECK(ok);
+		if (!ok) {
+			printf("  n=%d: a round is not a permutation\n", n);
+			continue;
+		}
+		for (int a = 0; a < n; a++) {
+			CHECK_EQ(first[a], times);
+			CHECK_EQ(after[a][a], 0);
+			for (int b = 0; b < n; b++) {
+				if (a != b && after[a][b] != times)
+					printf("  n=%d: %d after %d %d times\n", n, b, a, after[a][b]);
+				CHECK(a == b || after[a][b] == times);
+				/* No pair twice across boundaries, and (n > 2) no backing twice in
+				 * a row. */
+				CHECK(across[a][b] <= 1);
+				CHECK(n == 2 || a != b || across[a][b] == 0);
+			}
+		}
+		/* Going on into the next cycle repeats the first: the same design again. */
+		ok = order_counts(n, 2 * cycle, after, first, across);
+		CHECK(ok);
+		for (int a = 0; ok && a < n; a++)
+			for (int b = 0; b < n; b++)
+				CHECK(a == b || after[a][b] == 2 * times);
+		for (int a = 0; a < n; a++)
+			for (int b = 0; b < n; b++)
+				CHECK(n == 2 || a != b || across[a][b] == 0);
+	}
 }
 
 /* ---- medians, bests, speedups ---- */
@@ -737,6 +912,8 @@ int main(void)
 	RUN(test_parse_result_good);
 	RUN(test_parse_result_bad);
 	RUN(test_parse_memory);
+	RUN(test_judge_text);
+	RUN(test_round_order);
 	RUN(test_median);
 	RUN(test_finish);
 	RUN(test_finish_units);
