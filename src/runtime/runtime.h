@@ -2,9 +2,11 @@
 #ifndef SP_RUNTIME_H
 #define SP_RUNTIME_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "superpage.h"
 
@@ -51,6 +53,30 @@ void rt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rt_verbose(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Says a fall once per (rung, reason) when verbose >= 1 (the caller counts it). */
 void rt_fall(enum sp_backing rung, enum sp_fall why);
+
+/* What a part of the runtime has said once already (a bit each), in process pid. */
+struct rt_said {
+	_Atomic uint64_t bits;
+	_Atomic int pid;
+};
+/* Whether the thing numbered bit is to be said now: with --verbose (verbose >= 1)
+ * the first time in each process (a forked child says it again), every time from
+ * -vv on, never without. */
+static inline bool rt_say_now(struct rt_said *s, int verbose, unsigned bit)
+{
+	int me;
+
+	if (verbose < 1)
+		return false;
+	if (verbose >= 2)
+		return true;
+	me = (int)getpid();
+	if (atomic_load(&s->pid) != me) {
+		atomic_store(&s->bits, 0);
+		atomic_store(&s->pid, me);
+	}
+	return !(atomic_fetch_or(&s->bits, 1ull << bit) & (1ull << bit));
+}
 
 /* Ends the process with "superpage: MESSAGE" on stderr (heap corruption, double free:
  * as glibc does, never walk on with a broken heap). */

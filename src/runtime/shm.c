@@ -32,31 +32,17 @@ static _Atomic uint64_t segment_falls[SP_FALL_COUNT], map_falls[SP_FALL_COUNT];
 enum kind { SYSV = 0, ANON = 1 };
 static const char *const what[] = { "a SysV segment", "a shared anonymous mapping" };
 
-/* (kind, reason) pairs said already, in the process they were said in. */
-static _Atomic uint32_t said;
-static _Atomic int said_pid;
+/* (kind, reason) pairs said already. */
+static struct rt_said said;
 
-_Static_assert(2 * SP_FALL_COUNT <= 32, "one bit per (kind, reason)");
+_Static_assert(2 * SP_FALL_COUNT <= 64, "one bit per (kind, reason)");
 
 /* Counts a fall; true if it is to be said: once per kind and reason in each process
  * with --verbose, every time from -vv on. */
 static bool fall(enum kind k, enum sp_fall why)
 {
-	const struct sp_options *o = rt_options();
-	uint32_t bit = 1u << ((unsigned)k * SP_FALL_COUNT + (unsigned)why);
-	int me;
-
 	atomic_fetch_add(k == SYSV ? &segment_falls[why] : &map_falls[why], 1);
-	if (o->verbose < 1)
-		return false;
-	if (o->verbose >= 2)
-		return true;
-	me = (int)getpid();
-	if (atomic_load(&said_pid) != me) {
-		atomic_store(&said, 0);
-		atomic_store(&said_pid, me);
-	}
-	return !(atomic_fetch_or(&said, bit) & bit);
+	return rt_say_now(&said, rt_options()->verbose, (unsigned)k * SP_FALL_COUNT + (unsigned)why);
 }
 
 void rt_shm_stats_get(struct rt_shm_stats *out)

@@ -78,28 +78,14 @@ static void find_real(void)
 
 static _Atomic uint64_t n_threads, n_bytes, n_maps, n_reused, n_unmaps, n_live, n_cached;
 static _Atomic uint64_t falls[SP_FALL_COUNT];
-static _Atomic uint32_t said;   /* reasons said already, in the process said_pid */
-static _Atomic int said_pid;
+static struct rt_said said;     /* reasons said already */
 
 /* Counts a thread left on glibc's stack; true if why is to be said: once per reason
  * in each process with --verbose, every time from -vv on. */
 static bool fall(enum sp_fall why)
 {
-	const struct sp_options *o = rt_options();
-	uint32_t bit = 1u << why;
-	int me;
-
 	atomic_fetch_add(&falls[why], 1);
-	if (o->verbose < 1)
-		return false;
-	if (o->verbose >= 2)
-		return true;
-	me = (int)getpid();
-	if (atomic_load(&said_pid) != me) {
-		atomic_store(&said, 0);
-		atomic_store(&said_pid, me);
-	}
-	return !(atomic_fetch_or(&said, bit) & bit);
+	return rt_say_now(&said, rt_options()->verbose, (unsigned)why);
 }
 
 #define SAY_FALL(why, fmt, ...)                                                          \

@@ -14,6 +14,18 @@ skip() { echo "SKIP $1: $2"; }
 
 # Runs the command; leaves rc, and stdout/stderr in $tmp/out and $tmp/err.
 sp() { "$SP" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
+
+# Runs a command for at most LIMIT seconds; leaves rc, $tmp/name.out and $tmp/name.err.
+LIMIT=120
+run_timed() { # name command...
+	local name=$1
+	shift
+	timeout -k 5 "$LIMIT" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+	rc=$?
+}
+run() { run_timed "$@"; }
+# The last lines (3, or N) of a file on one line, cut short.
+oneline() { tail -n "${2:-3}" "$1" | tr '\n' ' ' | cut -c 1-300; }
 nlines() { wc -l <"$1" | tr -d ' '; }
 is_root() { [ "$(id -u)" = 0 ]; }
 

@@ -52,15 +52,10 @@ trap 'put_pool_back; remove_segments; rm -rf "$tmp"' EXIT
 
 # ---------- running the program ----------
 
-LIMIT=120
-run() { # name command... : leaves rc, $tmp/name.out, $tmp/name.err
-	local name=$1
-	shift
-	timeout -k 5 $LIMIT "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-	rc=$?
+run() { # name command... : run_timed, then the segments a killed run left go
+	run_timed "$@"
 	remove_segments
 }
-oneline() { tail -n "${2:-3}" "$1" | tr '\n' ' ' | cut -c 1-300; }
 huge_line() { grep '^shm hugetlb=' "$tmp/$1.out"; }
 # stdout without the --huge line, to compare with the plain run's.
 body() { grep -v '^shm hugetlb=' "$tmp/$1.out"; }

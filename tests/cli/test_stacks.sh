@@ -52,14 +52,6 @@ print(d)' "$1" "$2" 2>/dev/null
 have_json() { command -v jq >/dev/null || command -v python3 >/dev/null; }
 thp_mode() { sed -n 's/.*\[\(.*\)\].*/\1/p' "$THP" 2>/dev/null; }
 
-LIMIT=120
-run() { # name command... : leaves rc, $tmp/name.out, $tmp/name.err
-	local name=$1
-	shift
-	timeout -k 5 $LIMIT "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-	rc=$?
-}
-oneline() { tail -n "${2:-3}" "$1" | tr '\n' ' ' | cut -c 1-300; }
 
 # Sets why if run name did not end well or printed other than the plain run.
 same_as_plain() { # name

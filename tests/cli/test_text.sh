@@ -49,14 +49,6 @@ ORIG=$PROG
 PROG=$copies/textuse
 PLAIN=$copies/textuse-plain
 
-LIMIT=120
-run() { # name command... : leaves rc, $tmp/name.out, $tmp/name.err
-	local name=$1
-	shift
-	timeout -k 5 $LIMIT "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-	rc=$?
-}
-oneline() { tail -n "${2:-3}" "$1" | tr '\n' ' ' | cut -c 1-300; }
 
 # The same mode run plainly, for what the output must be.
 plain_of() { # mode
