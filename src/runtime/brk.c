@@ -4,6 +4,7 @@
  * runtime is off, the heap is off or the backing is 4k, the kernel's break is used. */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,10 +16,15 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* Under every backing but 4k the range is THP, never hugetlb: private hugetlb memory
- * that a forked child shares is copied on write from the pool, and a child that finds
- * the pool empty dies of SIGBUS. The heap stages its hugetlb units around fork
- * (pages.c); nothing stages this range, and THP copies fall back to base pages. */
+/* Under 2m and 1g the break's memory is on 2 MiB hugetlb pages while the pool has
+ * them, in whole 2 MiB steps (THP where it has none, each refusal counted); under the
+ * other backings but 4k it is THP. Private hugetlb memory that a forked child shares
+ * is copied on write from the pool, and a child that finds the pool empty dies of
+ * SIGBUS: so, as the heap does with its units (pages.c), the hugetlb steps are staged
+ * before fork and marked MADV_DONTFORK, and the child copies them into THP memory of
+ * its own. A step the program changes (mprotect, munmap, MAP_FIXED, mremap over part
+ * of it) is first copied to THP memory in place: the kernel cannot split a hugetlb
+ * page's mapping. */
 
 enum brk_mode { BRK_UNDECIDED, BRK_EMULATED, BRK_KERNEL };
 
@@ -31,10 +37,20 @@ static uintptr_t range_lo, range_hi; /* BRK_EMULATED: the range; the break start
 static uintptr_t cur;                /* BRK_EMULATED: the break */
 static uintptr_t writable;           /* [range_lo, writable) is read-write */
 static uintptr_t kernel_start;       /* BRK_KERNEL: the kernel's break at the first call */
+/* Hugetlb steps (2m, 1g): a bit per 2 MiB of the range, 1 for a step on a hugetlb
+ * page; they lie in [range_lo, writable), whole. Memory in [page_up(cur), writable)
+ * reads as zero (a correct program does not write above its break). */
+#define MAX_STEPS ((64ul << 30) >> UNIT_SHIFT)
+static bool hugetlb_wanted;
+static uint64_t huge_steps[MAX_STEPS / 64];
+static size_t n_huge;
+static uint64_t skip_until;          /* after a refusal, the pool is not asked for a second */
+static char *stage;                  /* around fork: a copy of the hugetlb steps */
 
 static _Atomic int st_mode;
 static _Atomic uint64_t st_bytes, st_peak;
 static _Atomic uint64_t st_falls[SP_FALL_COUNT]; /* falls from the THP rung */
+static _Atomic uint64_t st_falls_2m[SP_FALL_COUNT]; /* steps the pool did not give */
 
 /* The address space to ask for, largest first: it costs nothing until the break
  * reaches it (PROT_NONE, MAP_NORESERVE), and a ulimit -v may leave less. */
@@ -42,6 +58,8 @@ static const size_t range_sizes_mib[] = { 64 << 10, 16 << 10, 4 << 10, 1 << 10, 
 
 static uintptr_t page_up(uintptr_t a) { return (a + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1); }
 static uintptr_t unit_up(uintptr_t a) { return (a + UNIT_SIZE - 1) & ~(UNIT_SIZE - 1); }
+static uintptr_t unit_down(uintptr_t a) { return a & ~(UNIT_SIZE - 1); }
+static uintptr_t min_addr(uintptr_t a, uintptr_t b) { return a < b ? a : b; }
 
 /* The kernel's break: brk(2) itself returns the break it has after the call (the
  * old one when it refuses) and never an error, so errno is never touched. The os
@@ -63,6 +81,98 @@ static void fall(enum sp_fall why, const char *what)
 {
 	atomic_fetch_add_explicit(&st_falls[why], 1, memory_order_relaxed);
 	rt_verbose(1, "the program break stays the kernel's, on 4 KiB pages: %s", what);
+}
+
+/* ---------- hugetlb steps (2m, 1g) ---------- */
+
+static size_t step_of(uintptr_t a) { return (a - range_lo) >> UNIT_SHIFT; }
+
+static bool huge_at(uintptr_t a)
+{
+	size_t i = step_of(a);
+	return huge_steps[i >> 6] >> (i & 63) & 1;
+}
+
+static void set_huge(uintptr_t from, uintptr_t to, bool on)
+{
+	for (uintptr_t a = from; a < to; a += UNIT_SIZE) {
+		size_t i = step_of(a);
+		if (on == huge_at(a))
+			continue;
+		huge_steps[i >> 6] ^= 1ull << (i & 63);
+		if (on)
+			n_huge++;
+		else
+			n_huge--;
+	}
+}
+
+static void fall_2m(enum sp_fall why)
+{
+	atomic_fetch_add_explicit(&st_falls_2m[why], 1, memory_order_relaxed);
+	rt_fall(SP_BACKING_2M, why);
+}
+
+/* Hugetlb 2 MiB pages over the steps [a, end), as many as the pool holds from a;
+ * returns where they end. A refusal is counted and said, and the pool is not asked
+ * again for a second; *hole says the rest may have been unmapped by a refused move
+ * (pages_hugetlb_into; a refused map changes nothing). */
+static uintptr_t grow_hugetlb(uintptr_t a, uintptr_t end, bool *hole)
+{
+	size_t n = (end - a) >> UNIT_SHIFT;
+	uint64_t now = sp_os->now_ns();
+	struct sp_pool pool;
+	*hole = false;
+	if (!hugetlb_wanted || n == 0)
+		return a;
+	if (now < skip_until) {
+		fall_2m(SP_FALL_SKIPPED);
+		return a;
+	}
+	int r = pages_hugetlb_into(a, n << UNIT_SHIFT, false, hole);
+	if (r == 0) {
+		set_huge(a, end, true);
+		return end;
+	}
+	skip_until = now + 1000000000ull;
+	bool have = sp_pool_get(UNIT_SIZE, -1, &pool) == 0;
+	fall_2m(*hole ? SP_FALL_MMAP
+		: r == -ENOMEM ? (have && pool.total == 0 ? SP_FALL_NO_POOL : SP_FALL_POOL_EMPTY)
+		: r == -EINVAL ? SP_FALL_UNSUPPORTED : SP_FALL_MMAP);
+	/* As many as it has free, if not all. */
+	if (!*hole && r == -ENOMEM && have && pool.free - pool.reserved > 0 &&
+	    (size_t)(pool.free - pool.reserved) < n) {
+		n = (size_t)(pool.free - pool.reserved);
+		if (pages_hugetlb_into(a, n << UNIT_SHIFT, false, hole) == 0) {
+			set_huge(a, a + (n << UNIT_SHIFT), true);
+			return a + (n << UNIT_SHIFT);
+		}
+	}
+	return a;
+}
+
+/* Fresh read-write THP memory over [a, end), where a refused move of hugetlb pages
+ * may have left a hole. */
+static int plain_rw(uintptr_t a, uintptr_t end)
+{
+	void *out;
+	int r = sp_os->mmap((void *)a, end - a, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0, &out);
+	if (r == 0)
+		sp_os->madvise((void *)a, end - a, MADV_HUGEPAGE);
+	return r;
+}
+
+/* Back to the range's reservation (no memory, inaccessible, advised huge): a hugetlb
+ * page returns to the pool. */
+static int unreserve(uintptr_t a, uintptr_t end)
+{
+	void *out;
+	int r = sp_os->mmap((void *)a, end - a, PROT_NONE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0, &out);
+	if (r == 0)
+		sp_os->madvise((void *)a, end - a, MADV_HUGEPAGE);
+	return r;
 }
 
 /* The range, advised huge; false (and why) when it cannot be had. */
@@ -105,33 +215,62 @@ static void decide(bool active)
 			fall(why, why == SP_FALL_MMAP ? "no address space for it (ulimit -v?)"
 						      : "madvise(MADV_HUGEPAGE) failed");
 	}
+	hugetlb_wanted = mode == BRK_EMULATED &&
+			 (o->backing == SP_BACKING_2M || o->backing == SP_BACKING_1G);
 	if (mode == BRK_EMULATED)
-		rt_verbose(1, "the program break is emulated on THP in %zu MiB of address space "
-			   "at %p, not the kernel's [heap]", (size_t)((range_hi - range_lo) >> 20),
-			   (void *)range_lo);
+		rt_verbose(1, "the program break is emulated on %s in %zu MiB of address space "
+			   "at %p, not the kernel's [heap]",
+			   hugetlb_wanted ? "2 MiB hugetlb pages (THP where the pool has none)" : "THP",
+			   (size_t)((range_hi - range_lo) >> 20), (void *)range_lo);
 	else
 		kernel_start = kernel_brk(0);
 	atomic_store(&st_mode, mode);
 }
 
+/* Makes [from, to) of the reservation read-write; near RLIMIT_DATA or the commit
+ * limit, what is needed (up to need) may still be had. Returns the new end of the
+ * read-write part (from if nothing could be had). */
+static uintptr_t make_rw(uintptr_t from, uintptr_t to, uintptr_t need)
+{
+	if (sp_os->mprotect((void *)from, to - from, PROT_READ | PROT_WRITE) == 0)
+		return to;
+	if (to > need && need > from &&
+	    sp_os->mprotect((void *)from, need - from, PROT_READ | PROT_WRITE) == 0)
+		return need;
+	return from;
+}
+
 /* Makes the pages up to need (page-aligned) read-write, in steps that end on 2 MiB:
- * a 2 MiB block that lies whole in the read-write part faults in as one huge page. */
+ * a 2 MiB block that lies whole in the read-write part faults in as one huge page,
+ * or is one hugetlb page (2m, 1g) while the pool has them. */
 static int grow_to(uintptr_t need)
 {
 	if (need <= writable)
 		return 0;
-	uintptr_t end = unit_up(need) < range_hi ? unit_up(need) : range_hi;
-	if (sp_os->mprotect((void *)writable, end - writable, PROT_READ | PROT_WRITE) == 0) {
-		writable = end;
-		return 0;
+	uintptr_t end = min_addr(unit_up(need), range_hi);
+	/* The rest of the THP step the read-write part ends in, if it ends in one. */
+	uintptr_t a = min_addr(unit_up(writable), end);
+	if (a > writable) {
+		writable = make_rw(writable, a, need);
+		if (writable < a)
+			return writable >= need ? 0 : -ENOMEM;
 	}
-	/* Near RLIMIT_DATA or the commit limit, what is needed may still be had. */
-	if (end > need && sp_os->mprotect((void *)writable, need - writable,
-					  PROT_READ | PROT_WRITE) == 0) {
-		writable = need;
+	if (writable >= end)
 		return 0;
+	bool hole;
+	uintptr_t h = grow_hugetlb(writable, end, &hole);
+	writable = h;
+	if (h < end && hole) {
+		/* A refused move may have unmapped the rest: fresh THP memory there, or at
+		 * least the reservation back. */
+		if (plain_rw(h, end) == 0)
+			writable = end;
+		else
+			unreserve(h, end);
+	} else if (h < end) {
+		writable = make_rw(h, end, need);
 	}
-	return -ENOMEM;
+	return writable >= need ? 0 : -ENOMEM;
 }
 
 /* What the kernel does to the pages above a lowered break (keep, page-aligned): they
@@ -140,17 +279,64 @@ static int grow_to(uintptr_t need)
  * and a break that stays in its page frees nothing (nor splits a huge page).
  * A 2 MiB page that the new break cuts is split by the kernel: what stays below it is
  * on base pages from then on (khugepaged may collapse it again later). */
+static void zero(uintptr_t from, uintptr_t to, uintptr_t dirty)
+{
+	uintptr_t end = min_addr(to, dirty);
+	if (from < end)
+		memset((void *)from, 0, end - from);
+}
+
+/* Frees [s, w) above the break (steps of one kind) and makes it inaccessible; memory
+ * below dirty may hold the program's bytes. False if the kernel refused. */
+static bool give_back(uintptr_t s, uintptr_t w, uintptr_t dirty)
+{
+	if (huge_at(s)) {
+		/* Whole hugetlb pages: back to the pool. */
+		if (unreserve(s, w) < 0)
+			return false;
+		set_huge(s, w, false);
+		skip_until = 0;
+		return true;
+	}
+	if (sp_os->madvise((void *)s, w - s, MADV_DONTNEED) < 0)
+		/* Locked memory (mlockall) refuses DONTNEED: zero what the program had. */
+		zero(s, w, dirty);
+	return sp_os->mprotect((void *)s, w - s, PROT_NONE) == 0;
+}
+
 static void shrink_to(uintptr_t keep, uintptr_t old_brk)
 {
-	if (keep >= page_up(old_brk) || keep >= writable)
+	uintptr_t dirty = page_up(old_brk);
+	if (keep >= dirty || keep >= writable)
 		return;
-	size_t len = writable - keep;
-	if (sp_os->madvise((void *)keep, len, MADV_DONTNEED) < 0 && page_up(old_brk) > keep)
-		/* Locked memory (mlockall) refuses DONTNEED: zero what the program had. */
-		memset((void *)keep, 0, page_up(old_brk) - keep);
+	uintptr_t ku = min_addr(unit_up(keep), writable), w = writable;
+	/* The steps above the one the break is in, from the top, a run of one kind at a
+	 * time. */
+	while (w > ku) {
+		uintptr_t s = unit_down(w - 1);
+		bool h = huge_at(s);
+		while (s > ku && huge_at(s - UNIT_SIZE) == h)
+			s -= UNIT_SIZE;
+		if (!give_back(s, w, dirty))
+			break;
+		w = s;
+	}
 	/* Should the kernel refuse (no VMA left to split), the pages stay accessible:
 	 * zero, and past the break, where a correct program does not go. */
-	if (sp_os->mprotect((void *)keep, len, PROT_NONE) == 0)
+	zero(ku, w, dirty);
+	writable = w;
+	if (keep >= ku)
+		return;
+	/* The step the break is in: a hugetlb page's mapping cannot be cut, so above the
+	 * break its pages are zeroed and stay accessible (as the rest of a 2 MiB step
+	 * does above a break that grows). */
+	if (huge_at(keep) || w > ku) {
+		zero(keep, ku, dirty);
+		return;
+	}
+	if (sp_os->madvise((void *)keep, ku - keep, MADV_DONTNEED) < 0)
+		zero(keep, ku, dirty);
+	if (sp_os->mprotect((void *)keep, ku - keep, PROT_NONE) == 0)
 		writable = keep;
 }
 
@@ -238,16 +424,163 @@ void rt_brk_stats(struct rt_stats *st)
 	st->brk_emulated = m == BRK_EMULATED;
 	st->brk_bytes = atomic_load(&st_bytes);
 	st->brk_peak = atomic_load(&st_peak);
-	for (int f = 0; f < SP_FALL_COUNT; f++)
+	for (int f = 0; f < SP_FALL_COUNT; f++) {
 		st->falls[SP_BACKING_THP][f] += atomic_load(&st_falls[f]);
+		st->falls[SP_BACKING_2M][f] += atomic_load(&st_falls_2m[f]);
+	}
 }
 
-/* ---------- fork: the child gets the break as it was, and a free lock ---------- */
+/* ---------- the program's calls on the break's memory (mmap.c) ---------- */
 
-static void fork_prepare(void) { pthread_mutex_lock(&brk_lock); }
-static void fork_done(void) { pthread_mutex_unlock(&brk_lock); }
+bool brk_range(uintptr_t *lo, uintptr_t *hi)
+{
+	/* The range is set before the mode is published, and never changes. */
+	if (atomic_load_explicit(&st_mode, memory_order_acquire) != BRK_EMULATED)
+		return false;
+	*lo = range_lo;
+	*hi = range_hi;
+	return true;
+}
+
+/* Under the lock: the hugetlb steps that [addr, addr+len) meets are copied to THP
+ * memory in place, with the caller's signals blocked (a handler must not write them
+ * meanwhile; another thread's write to them while they are copied is lost, see
+ * superpage-run(7)). */
+static int demote_locked(uintptr_t addr, size_t len)
+{
+	uintptr_t from = unit_down(addr > range_lo ? addr : range_lo);
+	uintptr_t to = min_addr(addr + len, writable);
+	bool blocked = false;
+	sigset_t all, old;
+	int r = 0;
+	for (uintptr_t a = from; a < to && n_huge && r == 0; a += UNIT_SIZE) {
+		if (!huge_at(a))
+			continue;
+		if (!blocked) {
+			sigfillset(&all);
+			pthread_sigmask(SIG_BLOCK, &all, &old);
+			blocked = true;
+		}
+		if (pages_copy_in(a, UNIT_SIZE, (const void *)a)) {
+			set_huge(a, a + UNIT_SIZE, false);
+			skip_until = 0;
+		} else {
+			r = -ENOMEM;
+		}
+	}
+	if (blocked)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+int brk_demote(uintptr_t addr, size_t len)
+{
+	uintptr_t lo, hi;
+	if (!brk_range(&lo, &hi) || addr >= hi || addr + len <= lo)
+		return 0;
+	pthread_mutex_lock(&brk_lock);
+	int r = demote_locked(addr, len);
+	pthread_mutex_unlock(&brk_lock);
+	return r;
+}
+
+int brk_advise(uintptr_t addr, size_t len, int advice)
+{
+	enum advise_how how = pages_advise_how(advice);
+	uintptr_t end = addr + len, run = addr; /* [run, a): for the kernel, not yet asked */
+	int ret = 0, r;
+	pthread_mutex_lock(&brk_lock);
+	if (how == ADV_CHANGE)
+		ret = demote_locked(addr, len);
+	if (how == ADV_CHANGE || how == ADV_KERNEL || !n_huge) {
+		if (ret == 0)
+			ret = sp_os->madvise((void *)addr, len, advice);
+		pthread_mutex_unlock(&brk_lock);
+		return ret;
+	}
+	/* DONTNEED and hints: as the heap does on its hugetlb units (pages_advise). */
+	for (uintptr_t a = addr; a < end;) {
+		uintptr_t e = min_addr(unit_down(a) + UNIT_SIZE, end);
+		if (a < range_lo || a >= writable || !huge_at(a)) {
+			a = e;
+			continue;
+		}
+		if (run < a && (r = sp_os->madvise((void *)run, a - run, advice)) < 0 && !ret)
+			ret = r;
+		if (how == ADV_ZERO)
+			memset((void *)a, 0, e - a);
+		a = run = e;
+	}
+	if (run < end && (r = sp_os->madvise((void *)run, end - run, advice)) < 0 && !ret)
+		ret = r;
+	pthread_mutex_unlock(&brk_lock);
+	return ret;
+}
+
+/* ---------- fork: the child gets the break as it was, and a free lock ----------
+ * Hugetlb steps are never shared with the child: their contents are staged and they
+ * are marked MADV_DONTFORK before fork, and the child maps THP copies in their place
+ * (pages_copy_in), as the heap does with its hugetlb units. */
+
+static void fork_prepare(void)
+{
+	void *m;
+	pthread_mutex_lock(&brk_lock);
+	stage = NULL;
+	if (mode != BRK_EMULATED || !n_huge ||
+	    sp_os->mmap(NULL, n_huge << UNIT_SHIFT, PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
+		return;
+	stage = m;
+	size_t k = 0;
+	for (uintptr_t a = range_lo; a < writable && k < n_huge; a += UNIT_SIZE) {
+		if (!huge_at(a))
+			continue;
+		memcpy(stage + (k++ << UNIT_SHIFT), (const void *)a, UNIT_SIZE);
+		sp_os->madvise((void *)a, UNIT_SIZE, MADV_DONTFORK);
+	}
+}
+
+static void fork_parent(void)
+{
+	int e = errno;
+	if (stage) {
+		for (uintptr_t a = range_lo; a < writable; a += UNIT_SIZE)
+			if (huge_at(a))
+				sp_os->madvise((void *)a, UNIT_SIZE, MADV_DOFORK);
+		sp_os->munmap(stage, n_huge << UNIT_SHIFT);
+		stage = NULL;
+	}
+	pthread_mutex_unlock(&brk_lock);
+	errno = e;
+}
+
+static void fork_child(void)
+{
+	int e = errno;
+	size_t k = 0, staged = n_huge;
+	if (mode == BRK_EMULATED && n_huge) {
+		for (uintptr_t a = range_lo; a < writable && k < staged; a += UNIT_SIZE) {
+			if (!huge_at(a))
+				continue;
+			/* Without a staging copy (it could not be mapped) the step was shared
+			 * with this child, and is copied from where it is. */
+			const void *src = stage ? stage + (k << UNIT_SHIFT) : (const void *)a;
+			if (!pages_copy_in(a, UNIT_SIZE, src))
+				rt_abort("after fork, the program break's hugetlb memory at %p could "
+					 "not be copied into this process", (void *)a);
+			k++;
+		}
+		set_huge(range_lo, unit_up(writable), false);
+		if (stage)
+			sp_os->munmap(stage, staged << UNIT_SHIFT);
+		stage = NULL;
+	}
+	pthread_mutex_unlock(&brk_lock);
+	errno = e;
+}
 
 __attribute__((constructor)) static void brk_constructor(void)
 {
-	pthread_atfork(fork_prepare, fork_done, fork_done);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

@@ -103,6 +103,52 @@ void pages_note_foreign(uintptr_t addr, size_t len);
 /* True if every page of [addr, addr+len) is in a SPAN_MMAP span: the program's own,
  * which it may map over. */
 bool pages_program_owns(uintptr_t addr, size_t len);
+/* Under 2m and 1g, the program's private anonymous mmap of len bytes (at least
+ * SUPERPAGE_MIN) on hugetlb units of the range: 2 MiB pages while the pool has them
+ * (1 GiB ones for its whole GiBs under 1g), the rest THP, every fall counted. NULL
+ * when not one hugetlb page could be had or the range has no room (the caller maps
+ * it as before, on THP), with *err set if the kernel would have refused it. Without
+ * hugetlb, units of plain memory (where mremap puts pages it moves). */
+void *pages_map_program(size_t len, int flags, bool hugetlb, int *err);
+/* Grows in place the program's mapping in units that ends at end, by add bytes
+ * (page multiples), zeroed; false if what follows it is not free. */
+bool pages_grow_mapping(uintptr_t end, size_t add);
+/* Before the program changes [addr, addr+len) of the range (mprotect, MAP_FIXED or
+ * mremap onto it, madvise that changes the mapping): its mappings' hugetlb units
+ * there are copied to THP memory in place. -ENOMEM if some page there in a mapping's
+ * unit is not the program's, or a copy could not be made (nothing changed then). */
+int pages_demote(uintptr_t addr, size_t len);
+/* Where a fixed mapping of the program's may land in the range: pages it has from
+ * us, and pages of its large mappings' units that it unmapped. */
+bool pages_fixed_allowed(uintptr_t addr, size_t len);
+/* Before such a fixed mapping lands there: the unmapped pages are the program's
+ * again (changed by it), and hugetlb units there are copied to THP memory (see
+ * pages_demote). 0, -EINVAL where it may not land, or -ENOMEM. */
+int pages_fixed_into(uintptr_t addr, size_t len);
+/* True if some SPAN_MMAP page in [addr, addr+len) was changed by the program. */
+bool pages_has_foreign(uintptr_t addr, size_t len);
+/* madvise(addr, len, advice) for a page-aligned part of the range: the kernel's
+ * for plain memory, emulated on hugetlb units (DONTNEED zeroes, hints do nothing,
+ * changes demote the program's units first). 0 or -errno. */
+int pages_advise(uintptr_t addr, size_t len, int advice);
+/* What madvise does on hugetlb memory of the runtime's (the range, the break). */
+enum advise_how {
+	ADV_KERNEL,   /* as asked: the kernel does it on hugetlb pages too */
+	ADV_ZERO,     /* the pages read as zero afterwards: the kernel refuses a partial
+	                 DONTNEED, and a whole one would lose the private page's reserve */
+	ADV_NOTHING,  /* a hint that changes neither contents nor faults */
+	ADV_CHANGE,   /* changes the mapping (fork, dump, guard...): on plain memory */
+};
+enum advise_how pages_advise_how(int advice);
+/* Puts a private THP copy of len bytes from src at at (2 MiB multiples), in place
+ * of what is there or of a hole; false if it could not (nothing changed then). */
+bool pages_copy_in(uintptr_t at, size_t len, const void *src);
+/* Hugetlb pages (2 MiB, or 1 GiB with giga) over [at, at+len), mapped elsewhere and
+ * moved into place: a map the pool refuses changes nothing at at (a refused MAP_FIXED
+ * would have unmapped what was there, and a mapping of another thread could land in
+ * the hole before it is filled again). 0, or -errno with *hole set if what was at at
+ * may be gone (a refused move: the caller maps it again). */
+int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole);
 /* The range [lo, hi) the heap reserves: everything in it is the heap's. */
 void pages_range(uintptr_t *lo, uintptr_t *hi);
 /* The range, for lookups on the free path without a call: set once at start. */
@@ -128,6 +174,15 @@ void pages_unlock(void);
 void pages_stats(struct rt_stats *st);
 /* Counts a program's mmap served by mmap.c (large: aligned; else from units). */
 void pages_note_mmap(bool large);
+
+/* ---- the emulated program break (brk.c), for mmap.c ---- */
+/* The break's range [lo, hi) when it is emulated; false (and nothing) otherwise. */
+bool brk_range(uintptr_t *lo, uintptr_t *hi);
+/* Before the program changes part of the break's range: its hugetlb steps in
+ * [addr, addr+len) are copied to THP memory in place. 0, or -ENOMEM. */
+int brk_demote(uintptr_t addr, size_t len);
+/* madvise on a page-aligned part of the break's range (see pages_advise). */
+int brk_advise(uintptr_t addr, size_t len, int advice);
 
 /* ---- entry points (heap.c) ---- */
 void *rt_malloc(size_t size);

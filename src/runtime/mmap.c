@@ -1,7 +1,8 @@
 /* mmap.c - the program's private anonymous mappings: large ones aligned to 2 MiB and
- * advised per policy (the seed's vm_align), small ones (arenas of other allocators,
- * such as CPython's) served from the heap's huge units, with munmap, mprotect,
- * madvise and mremap on them kept as the kernel would have them. */
+ * advised per policy (the seed's vm_align), or on hugetlb units of the heap's range
+ * under 2m and 1g; small ones (arenas of other allocators, such as CPython's) served
+ * from the heap's huge units; munmap, mprotect, madvise and mremap on them, and on the
+ * emulated program break, kept as the kernel would have them. */
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
@@ -66,6 +67,49 @@ static void *large_map(size_t len, int flags)
 	return (void *)a;
 }
 
+/* Where [addr, addr+len) meets the range of the emulated program break. */
+static bool in_brk(const void *addr, size_t len)
+{
+	uintptr_t lo, hi, a = (uintptr_t)addr;
+	return brk_range(&lo, &hi) && a < hi && a + len > lo;
+}
+
+static size_t page_round(size_t len)
+{
+	return (len + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+}
+
+/* Before a fixed mapping of the program's lands on [addr, addr+len) (page-aligned,
+ * and allowed: fixed_into_heap_refused): see before_change, and the pages of its
+ * mappings' units that it had unmapped are its own again. */
+static int before_fixed(const void *addr, size_t len)
+{
+	int r = 0;
+	if (!rt_init() || len == 0)
+		return 0;
+	if (in_heap(addr, len))
+		r = pages_fixed_into((uintptr_t)addr, len);
+	if (r == 0 && in_brk(addr, len))
+		r = brk_demote((uintptr_t)addr, len);
+	return r;
+}
+
+/* Before the program changes [addr, addr+len) (a page-aligned address): hugetlb
+ * memory of the runtime's there (units of its large mappings, steps of the break) is
+ * copied to THP memory in place, since the kernel cannot change part of a hugetlb
+ * page's mapping. 0 or -errno (ENOMEM: nothing changed). */
+static int before_change(const void *addr, size_t len)
+{
+	int r = 0;
+	if (!rt_init() || len == 0)
+		return 0;
+	if (in_heap(addr, len))
+		r = pages_demote((uintptr_t)addr, len);
+	if (r == 0 && in_brk(addr, len))
+		r = brk_demote((uintptr_t)addr, len);
+	return r;
+}
+
 static void *real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	void *out;
@@ -74,13 +118,14 @@ static void *real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 }
 
 /* A fixed mapping into the heap's range: allowed where the program owns every page
- * (mappings it had from us), which then go back to plain memory when it unmaps them;
- * anywhere else it would destroy the heap under the program's feet. */
+ * (mappings it had from us), or had them and unmapped them (pages of its large
+ * mappings' units, free units), which then go back to plain memory when it unmaps
+ * them; anywhere else it would destroy the heap under the program's feet. */
 static bool fixed_into_heap_refused(void *addr, size_t len)
 {
 	if (!rt_init() || !in_heap(addr, len))
 		return false;
-	if (pages_program_owns((uintptr_t)addr, len))
+	if (pages_fixed_allowed((uintptr_t)addr, len))
 		return false;
 	rt_verbose(1, "refused a fixed mapping at %p over the heap's memory", addr);
 	return true;
@@ -91,6 +136,9 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 	if (flags & MAP_FIXED) {
 		if (fixed_into_heap_refused(addr, len))
 			return fail(EINVAL);
+		int e = ((uintptr_t)addr & (PAGE_SIZE - 1)) ? 0 : before_fixed(addr, len);
+		if (e < 0)
+			return fail(-e);
 		void *r = real_mmap(addr, len, prot, flags, fd, off);
 		if (r != MAP_FAILED && in_heap(addr, len))
 			pages_note_foreign((uintptr_t)addr, len);
@@ -104,8 +152,17 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 	if (addr || len == 0 || !ours(prot, flags) || !rt_init())
 		return real_mmap(addr, len, prot, flags, fd, off);
 	const struct sp_options *o = rt_options();
-	if (len >= o->min && o->min)
-		return large_map(len, flags);
+	if (len >= o->min && o->min) {
+		/* 2m, 1g: on hugetlb units, from 2 MiB up (a smaller one would take a
+		 * whole hugetlb page, where THP takes only what is touched). */
+		int err = 0;
+		void *p = len >= UNIT_SIZE ? pages_map_program(len, flags, true, &err) : NULL;
+		if (p) {
+			pages_note_mmap(true);
+			return p;
+		}
+		return err ? fail(err) : large_map(len, flags);
+	}
 	/* Not from hugetlb units (2m, 1g): the kernel cannot split those at 4 KiB, so a
 	 * program's mprotect or MAP_FIXED on part of its mapping would fail. */
 	bool hugetlb = o->backing == SP_BACKING_2M || o->backing == SP_BACKING_1G;
@@ -143,7 +200,9 @@ EXPORT int munmap(void *addr, size_t len)
 			sp_os->munmap((void *)hi, end - hi);
 		return 0;
 	}
-	int r = sp_os->munmap(addr, len);
+	int r = in_brk(addr, len) ? brk_demote((uintptr_t)addr, len) : 0;
+	if (r == 0)
+		r = sp_os->munmap(addr, len);
 	if (r < 0) {
 		errno = -r;
 		return -1;
@@ -153,7 +212,13 @@ EXPORT int munmap(void *addr, size_t len)
 
 EXPORT int mprotect(void *addr, size_t len, int prot)
 {
-	int r = sp_os->mprotect(addr, len, prot);
+	/* Read-write is what the runtime's memory is: asking for it changes nothing, and
+	 * the kernel has nothing to split. */
+	int r = 0;
+	if (prot != (PROT_READ | PROT_WRITE) && !((uintptr_t)addr & (PAGE_SIZE - 1)))
+		r = before_change(addr, len);
+	if (r == 0)
+		r = sp_os->mprotect(addr, len, prot);
 	if (r < 0) {
 		errno = -r;
 		return -1;
@@ -163,28 +228,186 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 	return 0;
 }
 
+/* madvise over [a, end) (page-aligned), in pieces: the heap's range and the break's
+ * answer for their hugetlb memory (pages_advise, brk_advise), the kernel for the
+ * rest. The first error is returned, after every piece was advised, as the kernel
+ * does with a range that has holes. */
+static int advise_pieces(uintptr_t a, uintptr_t end, int advice)
+{
+	uintptr_t lo, hi, blo = 0, bhi = 0;
+	int ret = 0;
+	pages_range(&lo, &hi);
+	brk_range(&blo, &bhi);
+	while (a < end) {
+		uintptr_t to;
+		int r;
+		if (a >= lo && a < hi) {
+			to = end < hi ? end : hi;
+			r = pages_advise(a, to - a, advice);
+		} else if (a >= blo && a < bhi) {
+			to = end < bhi ? end : bhi;
+			r = brk_advise(a, to - a, advice);
+		} else {
+			to = end;
+			if (lo > a && lo < to)
+				to = lo;
+			if (blo > a && blo < to)
+				to = blo;
+			r = sp_os->madvise((void *)a, to - a, advice);
+		}
+		if (r < 0 && !ret)
+			ret = r;
+		a = to;
+	}
+	return ret;
+}
+
 EXPORT int madvise(void *addr, size_t len, int advice)
 {
-	if (rt_init() && in_heap(addr, len) &&
-	    (advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE)) {
-		/* On a hugetlb unit a partial DONTNEED is refused by the kernel; what the
-		 * program may rely on is that the pages read as zero afterwards. */
-		size_t l = (len + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
-		enum sp_backing b = rt_options()->backing;
-		bool hugetlb = b == SP_BACKING_2M || b == SP_BACKING_1G;
-		if (advice == MADV_DONTNEED && hugetlb) {
-			memset(addr, 0, l);
-			return 0;
-		}
-		if (advice == MADV_FREE && hugetlb)
-			return 0;
-	}
-	int r = sp_os->madvise(addr, len, advice);
+	uintptr_t a = (uintptr_t)addr, end = a + page_round(len);
+	int r;
+	/* (A bad address or length is the kernel's to refuse.) */
+	if (!(a & (PAGE_SIZE - 1)) && len && end > a && rt_init() &&
+	    (in_heap(addr, len) || in_brk(addr, len)))
+		r = advise_pieces(a, end, advice);
+	else
+		r = sp_os->madvise(addr, len, advice);
 	if (r < 0) {
 		errno = -r;
 		return -1;
 	}
 	return 0;
+}
+
+/* One kernel move of [x, x+len) to to, leaving x mapped (and empty): a hole in the
+ * range, even for a moment, could be taken by another thread's new mapping, which
+ * the range's memory put back there would then destroy. (A mapping the kernel will
+ * not leave, not private anonymous, moves as it would.) */
+static int move_one(uintptr_t x, size_t len, uintptr_t to)
+{
+	void *out;
+	int r = sp_os->mremap((void *)x, len, len,
+			      MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, (void *)to, &out);
+	if (r == -EINVAL)
+		r = sp_os->mremap((void *)x, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)to, &out);
+	return r;
+}
+
+/* Moves the pages of [a, a+len) to [to, to+len) with the kernel, which keeps their
+ * protection: 2 MiB at a time, or a page at a time where 2 MiB hold several of the
+ * kernel's mappings (the kernel's own mremap would refuse a range of several, with
+ * EFAULT: here the demoted units of one mapping are several). [a, a+len) stays
+ * mapped, empty. 0 or -errno, with *done the bytes moved. */
+static int move_pieces(uintptr_t a, uintptr_t to, size_t len, size_t *done)
+{
+	*done = 0;
+	for (uintptr_t x = a, end = a + len; x < end;) {
+		uintptr_t y = (x | (UNIT_SIZE - 1)) + 1;
+		if (y > end)
+			y = end;
+		int r = move_one(x, y - x, to + (x - a));
+		if (r == -EFAULT) {
+			for (uintptr_t p = x; p < y; p += PAGE_SIZE) {
+				r = move_one(p, PAGE_SIZE, to + (p - a));
+				if (r < 0)
+					break;
+				*done = p + PAGE_SIZE - a;
+			}
+		}
+		if (r < 0)
+			return r;
+		x = y;
+		*done = x - a;
+	}
+	return 0;
+}
+
+/* A mapping in the heap's range (the program's from us, or the heap's own memory,
+ * which stays where it is): resized or moved by hand, with the kernel's answers. */
+static void *heap_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr)
+{
+	uintptr_t a = (uintptr_t)old, to_a = (uintptr_t)new_addr;
+	size_t o = page_round(old_len), n = page_round(new_len);
+	bool fixed = flags & MREMAP_FIXED, keep = flags & MREMAP_DONTUNMAP;
+	/* (A private mapping cannot be duplicated with an old length of 0.) */
+	if ((flags & ~(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP)) ||
+	    ((fixed || keep) && !(flags & MREMAP_MAYMOVE)) || (keep && old_len != new_len) ||
+	    (a & (PAGE_SIZE - 1)) || n == 0 || o == 0)
+		return fail(EINVAL);
+	if (fixed && ((to_a & (PAGE_SIZE - 1)) || (to_a < a + o && a < to_a + n)))
+		return fail(EINVAL);
+	if (!fixed && !keep) {
+		if (n <= o) {
+			if (n < o)
+				pages_unmap(a + n, o - n);
+			return old;
+		}
+		if (pages_grow_mapping(a + o, n - o))
+			return old;
+		if (!(flags & MREMAP_MAYMOVE))
+			return fail(ENOMEM);
+	}
+	void *to;
+	/* Pages the program re-protected or mapped over: only the kernel knows what they
+	 * are, and moves them, protection and all. */
+	if (pages_has_foreign(a, o) && pages_program_owns(a, o)) {
+		int r = pages_demote(a, o);
+		if (r == 0 && fixed)
+			r = before_fixed(new_addr, n);
+		if (r < 0)
+			return fail(-r);
+		/* Under 2m and 1g, into units of plain memory: a later mremap of it moves
+		 * it again, here, where the kernel's would refuse its several mappings. */
+		int err = 0;
+		to = fixed ? NULL : pages_map_program(n, MAP_NORESERVE, false, &err);
+		if (!to)
+			to = err ? fail(err)
+				 : real_mmap(new_addr, n, PROT_READ | PROT_WRITE,
+					     MAP_PRIVATE | MAP_ANONYMOUS | (fixed ? MAP_FIXED : 0), -1, 0);
+		if (to == MAP_FAILED)
+			return to;
+		size_t done, back;
+		r = move_pieces(a, (uintptr_t)to, o < n ? o : n, &done);
+		if (in_heap(to, n))
+			pages_note_foreign((uintptr_t)to, n);
+		if (r < 0) {
+			/* (Out of mappings, vm.max_map_count.) What moved goes back, and the
+			 * program is told, as of the kernel's own failure. */
+			if (move_pieces((uintptr_t)to, a, done, &back) < 0)
+				rt_abort("mremap of %p could neither move its memory nor put it back",
+					 old);
+			if (!fixed)
+				munmap(to, n);
+			return fail(-r);
+		}
+		if (!keep) {
+			/* What the pages left (empty, as they were protected): plain memory
+			 * goes back there before the pages are the heap's again. */
+			pages_note_foreign(a, o);
+			pages_unmap(a, o);
+		}
+		return to;
+	}
+	if (fixed) {
+		int r = before_fixed(new_addr, n);
+		if (r < 0)
+			return fail(-r);
+		to = real_mmap(new_addr, n, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (to != MAP_FAILED && in_heap(to, n))
+			pages_note_foreign((uintptr_t)to, n);
+	} else {
+		/* Ours: a large one on hugetlb units under 2m and 1g. */
+		to = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
+	if (to == MAP_FAILED)
+		return to;
+	memcpy(to, old, o < n ? o : n);
+	if (keep)
+		advise_pieces(a, a + o, MADV_DONTNEED); /* stays mapped, reads as zero */
+	else
+		pages_unmap(a, o);
+	return to;
 }
 
 EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
@@ -198,37 +421,20 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	}
 	if ((flags & MREMAP_FIXED) && fixed_into_heap_refused(new_addr, new_len))
 		return fail(EINVAL);
-	if (!rt_init() || !in_heap(old, old_len ? old_len : 1)) {
-		void *out;
-		int r = sp_os->mremap(old, old_len, new_len, flags, new_addr, &out);
-		if (r == 0 && (flags & MREMAP_FIXED) && in_heap(new_addr, new_len))
-			pages_note_foreign((uintptr_t)new_addr, new_len);
-		return r < 0 ? fail(-r) : out;
-	}
-	/* A mapping the heap serves: resized by hand, as the kernel would. */
-	if ((uintptr_t)old & (PAGE_SIZE - 1) || new_len == 0)
-		return fail(EINVAL);
-	size_t o = (old_len + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
-	size_t n = (new_len + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
-	if (n <= o && !(flags & MREMAP_FIXED)) {
-		if (n < o)
-			pages_unmap((uintptr_t)old + n, o - n);
-		return old;
-	}
-	if (!(flags & MREMAP_MAYMOVE))
-		return fail(ENOMEM);
-	void *to;
-	if (flags & MREMAP_FIXED) {
-		to = real_mmap(new_addr, n, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-		if (to != MAP_FAILED && in_heap(to, n))
-			pages_note_foreign((uintptr_t)to, n);
-	} else {
-		to = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	}
-	if (to == MAP_FAILED)
-		return to;
-	memcpy(to, old, o < n ? o : n);
-	pages_unmap((uintptr_t)old, o);
-	return to;
+	if (rt_init() && in_heap(old, old_len ? old_len : 1))
+		return heap_mremap(old, old_len, new_len, flags, new_addr);
+	/* The kernel's mapping, moved by the kernel; hugetlb memory of the runtime's
+	 * that it leaves or lands on is made plain memory first. */
+	void *out;
+	int r = 0;
+	if (!((uintptr_t)old & (PAGE_SIZE - 1)) && in_brk(old, old_len ? old_len : 1))
+		r = brk_demote((uintptr_t)old, old_len ? old_len : 1);
+	if (r == 0 && (flags & MREMAP_FIXED) && (flags & MREMAP_MAYMOVE) &&
+	    !((uintptr_t)new_addr & (PAGE_SIZE - 1)))
+		r = before_fixed(new_addr, new_len);
+	if (r == 0)
+		r = sp_os->mremap(old, old_len, new_len, flags, new_addr, &out);
+	if (r == 0 && (flags & MREMAP_FIXED) && in_heap(new_addr, new_len))
+		pages_note_foreign((uintptr_t)new_addr, new_len);
+	return r < 0 ? fail(-r) : out;
 }

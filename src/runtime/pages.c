@@ -3,6 +3,7 @@
  * fits, large blocks are runs of whole units, and empty units go back to the kernel
  * whole (never in 4 KiB pieces that would split a huge page). */
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -26,6 +27,8 @@ struct unit {
 	uint8_t state, backing, bucket;
 	uint8_t resident;                   /* may hold pages (touched since released) */
 	uint8_t in_cache;                   /* FREE, resident, in the empty-unit cache */
+	uint8_t mapping;                    /* HEAP: holds a program's large mapping (2m, 1g)
+	                                       and nothing of the heap's (never in a bucket) */
 	int32_t prev, next;                 /* bucket list (HEAP) or empty cache (FREE) */
 };
 
@@ -41,6 +44,9 @@ static int32_t bucket_head[NBUCKET];
 static int32_t cache_head = NO_UNIT, cache_tail = NO_UNIT;
 static size_t cached, heap_units;
 static enum sp_backing policy;            /* what units are asked to be */
+/* 2m or 1g: the rung the program's large mappings ask for (SP_BACKING_COUNT: none,
+ * they are mapped by the kernel outside the range, see mmap.c). */
+static enum sp_backing map_rung = SP_BACKING_COUNT;
 /* auto starts the heap on base pages and puts it on THP once it is big enough for
  * huge pages to pay (a small program would only pay their memory: a unit touched
  * once is a whole 2 MiB resident); --backing thp starts on THP. */
@@ -223,8 +229,9 @@ static void plain_units(size_t u, size_t n)
 }
 
 /* Maps n units at u with hugetlb pages of the rung's size (2m, or 1g for a 1 GiB-
- * aligned run of whole GiBs), in place. A refused map may have unmapped the units
- * first, so they get plain memory back then. A rung that was refused is not asked
+ * aligned run of whole GiBs), mapped elsewhere and moved into place: a map the pool
+ * refuses leaves the units as they were; a refused move may have unmapped them, so
+ * they get plain memory back then. A rung that was refused is not asked
  * again for SKIP_NS (for runs as large, for 2m). Units on 1 GiB pages are only ever
  * given back, staged for fork or replaced whole: the kernel cannot split a 1 GiB
  * page's mapping. */
@@ -237,17 +244,17 @@ static bool back_hugetlb(size_t u, size_t n, enum sp_backing rung)
 		fall(rung, SP_FALL_SKIPPED);
 		return false;
 	}
-	void *out;
 	size_t len = n << UNIT_SHIFT, page = giga ? (size_t)1 << 30 : UNIT_SIZE;
-	int r = sp_os->mmap((void *)unit_addr(u), len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_HUGETLB |
-				    (giga ? MAP_HUGE_1GB : MAP_HUGE_2MB), -1, 0, &out);
+	bool hole;
+	int r = pages_hugetlb_into(unit_addr(u), len, giga, &hole);
 	if (r < 0) {
 		struct sp_pool pool;
 		bool none = sp_pool_get(page, -1, &pool) == 0 && pool.total == 0;
-		plain_units(u, n);
-		fall(rung, r == -ENOMEM ? (none ? SP_FALL_NO_POOL : SP_FALL_POOL_EMPTY)
-					: r == -EINVAL ? SP_FALL_UNSUPPORTED : SP_FALL_MMAP);
+		if (hole)
+			plain_units(u, n);
+		fall(rung, hole ? SP_FALL_MMAP
+			   : r == -ENOMEM ? (none ? SP_FALL_NO_POOL : SP_FALL_POOL_EMPTY)
+			   : r == -EINVAL ? SP_FALL_UNSUPPORTED : SP_FALL_MMAP);
 		if (!giga && (now >= hugetlb_skip_until || n < hugetlb_skip_units))
 			hugetlb_skip_units = n;
 		*until = now + SKIP_NS;
@@ -369,6 +376,8 @@ int pages_init(const struct sp_options *o)
 	small_first = o->backing == SP_BACKING_AUTO;
 	if (!o->heap)
 		policy = SP_BACKING_4K; /* --no-heap: malloc on base pages, mappings still huge */
+	if (o->backing == SP_BACKING_2M || o->backing == SP_BACKING_1G)
+		map_rung = o->backing;
 	const struct sp_view *v = sp_view_get();
 	if (policy == SP_BACKING_THP && (!v->thp_present || v->thp_never ||
 					 v->features.thp_disabled_here)) {
@@ -554,14 +563,24 @@ fail:
 
 /* Units to release, gathered under the lock and given back after it. */
 struct release { size_t u, n; };
+static bool give_back_units(const struct release *rel);
+static void mark_released(const struct release *rel, bool ok);
 
 /* A unit or run of units has no user any more: keep it resident in the empty cache
  * while the cache is small (a program that frees and allocates again pays no fault),
  * else mark it RELEASING for the caller to give back. */
 static bool retire_units(size_t u, size_t n, struct release *rel)
 {
-	bool hugetlb = is_hugetlb(units[u].backing);
+	bool hugetlb = is_hugetlb(units[u].backing), mapping = units[u].mapping;
 	uint64_t in_use = 0;
+	if (mapping) {
+		/* A program's mapping fallen to plain memory had THP advice of its own; and
+		 * what the program unmaps is given back, not kept resident. */
+		for (size_t i = u; i < u + n; i++)
+			units[i].mapping = 0;
+		if (!hugetlb)
+			sp_os->madvise((void *)unit_addr(u), n << UNIT_SHIFT, range_advice());
+	}
 	for (size_t i = u; i < u + n; i++)
 		count_units((enum sp_backing)units[i].backing, -1);
 	for (int b = 0; b < SP_BACKING_COUNT; b++)
@@ -581,7 +600,7 @@ static bool retire_units(size_t u, size_t n, struct release *rel)
 	size_t most = in_use > 16 ? (size_t)in_use : 16;
 	if (lately > limit)
 		limit = lately < most ? lately : most;
-	if (!hugetlb && cached + n <= limit) {
+	if (!hugetlb && !mapping && cached + n <= limit) {
 		for (size_t i = u; i < u + n; i++) {
 			units[i].state = U_FREE;
 			units[i].in_cache = 1;
@@ -595,6 +614,15 @@ static bool retire_units(size_t u, size_t n, struct release *rel)
 		units[i].state = U_RELEASING;
 	rel->u = u;
 	rel->n = n;
+	if (hugetlb) {
+		/* Given back now, under the lock (unmapping hugetlb pages is quick): a fork
+		 * in the meantime would not stage them, no unit of the heap's any more,
+		 * and would share them with the child. With the pool short, that was seen
+		 * to end in a SIGBUS in this process (threads unmapping hugetlb mappings
+		 * while another forked). */
+		mark_released(rel, give_back_units(rel));
+		return false;
+	}
 	return true;
 }
 
@@ -634,6 +662,43 @@ static void release_locked(const struct release *rel)
 	mark_released(rel, give_back_units(rel));
 }
 
+/* Pages of a unit that holds a program's mapping were unmapped: the unit goes once
+ * it is empty, and a unit on a 1 GiB page once every unit of that page is (the kernel
+ * cannot split its mapping; until then the emptied units stay as they are). Their
+ * free pages are never the heap's: they would be in memory that demote_units copies.
+ * Under plock. */
+static bool mapping_unit_freed(size_t u, struct release *rel)
+{
+	size_t first = u, n = 1;
+	if (units[u].nfree < PAGES_PER_UNIT)
+		return false;
+	if (units[u].backing == SP_BACKING_1G) {
+		first = u - u % GIGA_UNITS;
+		n = GIGA_UNITS;
+		for (size_t i = first; i < first + n; i++)
+			if (units[i].nfree < PAGES_PER_UNIT)
+				return false;
+	}
+	heap_units -= n;
+	return retire_units(first, n, rel);
+}
+
+/* Units of [u, u+n) that held a program's mapping on a 1 GiB page, and were emptied
+ * while the rest of that page was not, are given back once they are on pages of
+ * their own (demoted, or copied in a forked child). Under plock. */
+static void release_emptied(size_t u, size_t n)
+{
+	for (size_t i = u; i < u + n; i++) {
+		struct release rel;
+		if (units[i].state != U_HEAP || !units[i].mapping || is_hugetlb(units[i].backing) ||
+		    units[i].nfree < PAGES_PER_UNIT)
+			continue;
+		heap_units--;
+		if (retire_units(i, 1, &rel))
+			release_locked(&rel);
+	}
+}
+
 /* Pages [p0, p0+n) of one unit are free again; true (with rel filled) if the unit
  * emptied and is to be given back. Under plock. */
 static bool free_pages(size_t p0, size_t n, struct release *rel)
@@ -642,6 +707,8 @@ static bool free_pages(size_t p0, size_t n, struct release *rel)
 	struct unit *x = &units[u];
 	bits_set(x->free, p0 % PAGES_PER_UNIT, n, true);
 	x->nfree = (uint16_t)(x->nfree + n);
+	if (x->mapping)
+		return mapping_unit_freed(u, rel);
 	if (x->nfree < PAGES_PER_UNIT) {
 		rebucket((int32_t)u);
 		return false;
@@ -761,12 +828,12 @@ void pages_unmap(uintptr_t addr, size_t len)
 		} else {
 			span_delete(s);
 		}
-		if (!reusable) {
+		if (!units[lo / PAGES_PER_UNIT].mapping) /* (large mappings are not counted) */
 			st_small_mmap_pages -= hi - lo;
+		if (!reusable) {
 			p = hi;
 			continue;
 		}
-		st_small_mmap_pages -= hi - lo;
 		struct release one;
 		if (free_pages(lo, hi - lo, &one)) {
 			if (nrel < 8)
@@ -788,7 +855,9 @@ void pages_note_foreign(uintptr_t addr, size_t len)
 	if (page_window(addr, len, &p, &last))
 		for (; p < last; p++) {
 			struct span *s = mmap_span_at(p);
-			if (s)
+			/* (A hugetlb unit is never changed: pages_demote copied it to THP
+			 * first, or the change was none, mprotect to read-write.) */
+			if (s && !is_hugetlb(units[p / PAGES_PER_UNIT].backing))
 				s->foreign = true;
 		}
 	pthread_mutex_unlock(&plock);
@@ -1041,15 +1110,15 @@ void pages_fork_parent(void)
 /* Puts a private THP copy of src at n units from u: filled 2 MiB-aligned elsewhere
  * (so the copy faults in as huge pages) and moved over the units' place, which is a
  * hole (MADV_DONTFORK) or, if that advice failed, the units shared with the parent
- * (replaced whole: a 1 GiB page's n is all of its units). */
-static bool units_from_copy(size_t u, size_t n, const void *src)
+ * (replaced whole: a 1 GiB page's n is all of its units); or the units themselves,
+ * still mapped, when they are demoted to THP (demote_units). */
+bool pages_copy_in(uintptr_t at, size_t len, const void *src)
 {
 	void *m, *out, *hold;
-	size_t len = n << UNIT_SHIFT;
 	/* Hold the hole first: the copy must not be placed in it, as a move between
 	 * overlapping ranges is refused. (Where the units are still mapped, this fails
 	 * harmlessly.) */
-	sp_os->mmap((void *)unit_addr(u), len, PROT_NONE,
+	sp_os->mmap((void *)at, len, PROT_NONE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0, &hold);
 	if (sp_map_aligned(len, UNIT_SIZE, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, &m) < 0)
@@ -1057,12 +1126,44 @@ static bool units_from_copy(size_t u, size_t n, const void *src)
 	uintptr_t a = (uintptr_t)m;
 	sp_os->madvise((void *)a, len, MADV_HUGEPAGE);
 	memcpy((void *)a, src, len);
-	if (sp_os->mremap((void *)a, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)unit_addr(u),
-			  &out) < 0) {
-		sp_os->munmap((void *)a, len);
-		return false;
+	if (sp_os->mremap((void *)a, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at, &out) == 0)
+		return true;
+	/* Refused, perhaps after what was at at was unmapped (out of mappings): the
+	 * copy may be all that is left of it, and is put there by hand. */
+	bool put = sp_os->mmap((void *)at, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0,
+			       &out) == 0;
+	if (put) {
+		sp_os->madvise((void *)at, len, MADV_HUGEPAGE);
+		memcpy((void *)at, (const void *)a, len);
 	}
-	return true;
+	sp_os->munmap((void *)a, len);
+	/* (Not put, but still mapped as it was: nothing changed.) */
+	if (!put && sp_os->mprotect((void *)at, len, PROT_READ | PROT_WRITE) < 0)
+		rt_abort("memory at %p could not be put back after a refused move", (void *)at);
+	return put;
+}
+
+int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole)
+{
+	void *tmp, *out;
+	*hole = false;
+	int r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB |
+				    (giga ? MAP_HUGE_1GB : MAP_HUGE_2MB), -1, 0, &tmp);
+	if (r < 0)
+		return r;
+	r = sp_os->mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at, &out);
+	if (r < 0) {
+		sp_os->munmap(tmp, len);
+		*hole = true;
+	}
+	return r;
+}
+
+static bool units_from_copy(size_t u, size_t n, const void *src)
+{
+	return pages_copy_in(unit_addr(u), n << UNIT_SHIFT, src);
 }
 
 void pages_fork_child(void)
@@ -1094,6 +1195,549 @@ void pages_fork_child(void)
 	if (stage)
 		sp_os->munmap(stage, total << UNIT_SHIFT);
 	stage = NULL;
+	release_emptied(0, frontier);
+}
+
+/* ---------- the program's large mappings on hugetlb units (2m, 1g) ----------
+ * A private anonymous mmap of at least SUPERPAGE_MIN is served from units of the
+ * range, one SPAN_MMAP span per unit, so that its hugetlb pages are staged around
+ * fork with the heap's (above) and never shared with a child, and its munmap,
+ * mremap and madvise are answered by the range's code. Its units hold nothing of the
+ * heap's: the kernel cannot re-protect or map over part of a hugetlb page, so a unit
+ * the program changes is first copied to THP memory in place (demote_units), and no
+ * malloc'd object may lie in memory being copied. */
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24
+#endif
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#define MADV_GUARD_REMOVE 103
+#endif
+
+/* What memory that is not hugetlb gets here: THP, or base pages where THP is off. */
+static enum sp_backing plain_backing(void)
+{
+	const struct sp_view *v = sp_view_get();
+	return !v->thp_present || v->thp_never || v->features.thp_disabled_here ? SP_BACKING_4K
+										  : SP_BACKING_THP;
+}
+
+/* 2 MiB hugetlb pages on as many of the n units at u as the pool can hold: all of
+ * them, or else as many as it has free (read after the refusal, which is counted).
+ * Returns how many, from u; the others have plain memory. Under plock. */
+static size_t back_hugetlb_most(size_t u, size_t n)
+{
+	struct sp_pool pool;
+	if (back_hugetlb(u, n, SP_BACKING_2M))
+		return n;
+	if (n < 2 || sp_pool_get(UNIT_SIZE, -1, &pool) < 0 || pool.free - pool.reserved <= 0 ||
+	    (size_t)(pool.free - pool.reserved) >= n)
+		return 0;
+	n = (size_t)(pool.free - pool.reserved);
+	return back_hugetlb(u, n, SP_BACKING_2M) ? n : 0;
+}
+
+/* Fresh plain memory for the program at n units from u, advised huge, reserved as
+ * the program asked (MAP_NORESERVE or not: the commit limit may refuse it). */
+static int plain_for_program(size_t u, size_t n, int flags)
+{
+	void *out;
+	size_t len = n << UNIT_SHIFT;
+	int r = sp_os->mmap((void *)unit_addr(u), len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | (flags & MAP_NORESERVE), -1, 0,
+			    &out);
+	if (r < 0)
+		return r;
+	sp_os->madvise(out, len, MADV_HUGEPAGE);
+	return 0;
+}
+
+/* Units claimed for a mapping that is not made after all go back to the free ones,
+ * as they are now (what they held, or fresh plain memory after a refused move), so
+ * they stay marked resident if they were. Under plock. */
+static void unclaim_units(size_t at, size_t n)
+{
+	for (size_t i = at; i < at + n; i++) {
+		units[i].state = U_FREE;
+		units[i].backing = 0;
+	}
+	bits_set(freebits, at, n, true);
+}
+
+/* n new span descriptors, linked by next, or NULL (none left over). Under plock. */
+static struct span *spans_new(size_t n)
+{
+	struct span *list = NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct span *s = span_new();
+		if (!s) {
+			while (list) {
+				s = list;
+				list = s->next;
+				span_delete(s);
+			}
+			return NULL;
+		}
+		s->next = list;
+		list = s;
+	}
+	return list;
+}
+
+/* Units [at, at+n), mapped with backing b, become the program's: its np pages from
+ * the first one, a span per unit taken from *list; the rest of the last unit is free
+ * and stays unused. Under plock. */
+static void mapping_units_set(size_t at, size_t n, size_t np, enum sp_backing b,
+			      struct span **list)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct unit *x = &units[at + i];
+		struct span *s = *list;
+		size_t used = np - i * PAGES_PER_UNIT;
+		if (used > PAGES_PER_UNIT)
+			used = PAGES_PER_UNIT;
+		*list = s->next;
+		x->state = U_HEAP;
+		x->mapping = 1;
+		x->backing = (uint8_t)b;
+		x->resident = 1;
+		x->bucket = NO_BUCKET;
+		x->longest = 0;
+		memset(x->free, 0, sizeof x->free);
+		bits_set(x->free, used, PAGES_PER_UNIT - used, true);
+		x->nfree = (uint16_t)(PAGES_PER_UNIT - used);
+		heap_units++;
+		count_units(b, 1);
+		s->next = NULL;
+		s->kind = SPAN_MMAP;
+		s->start = unit_addr(at + i);
+		s->npages = used;
+		pages_map_all(s);
+	}
+}
+
+void *pages_map_program(size_t len, int flags, bool hugetlb, int *err)
+{
+	*err = 0;
+	if (map_rung == SP_BACKING_COUNT || len == 0)
+		return NULL;
+	/* (Larger than the range: n would not hold it, and the rounding could wrap.) */
+	size_t np = len <= (max_units << UNIT_SHIFT) ? (len + PAGE_SIZE - 1) >> PAGE_SHIFT : 0;
+	size_t n = (np + PAGES_PER_UNIT - 1) / PAGES_PER_UNIT;
+	bool giga = hugetlb && map_rung == SP_BACKING_1G && n >= GIGA_UNITS;
+	pthread_mutex_lock(&plock);
+	struct span *list = np ? spans_new(n) : NULL;
+	size_t at = list ? find_units(n, giga ? GIGA_UNITS : 1) : SIZE_MAX;
+	if (at == SIZE_MAX) {
+		/* No room in the range (or no descriptors): the kernel maps it, on THP. */
+		if (hugetlb)
+			fall(giga ? SP_BACKING_1G : SP_BACKING_2M, SP_FALL_MMAP);
+		pthread_mutex_unlock(&plock);
+		goto drop;
+	}
+	claim_units(at, n);
+	/* The whole GiBs on 1 GiB pages under 1g, the rest on 2 MiB ones. */
+	size_t g = giga ? n / GIGA_UNITS * GIGA_UNITS : 0, h = 0;
+	if (g && !back_hugetlb(at, g, SP_BACKING_1G))
+		g = 0;
+	if (hugetlb && g < n)
+		h = back_hugetlb_most(at + g, n - g);
+	if (hugetlb && g + h == 0) {
+		/* No hugetlb page at all (counted): the kernel's THP mapping serves it, as
+		 * under the other backings. */
+		unclaim_units(at, n);
+		pthread_mutex_unlock(&plock);
+		goto drop;
+	}
+	if (g + h < n) {
+		int r = plain_for_program(at + g + h, n - g - h, flags);
+		if (r < 0) {
+			/* Refused where the kernel would have refused the whole mapping. */
+			unback_hugetlb(at, g + h);
+			plain_units(at + g + h, n - g - h);
+			unclaim_units(at, n);
+			pthread_mutex_unlock(&plock);
+			*err = -r;
+			goto drop;
+		}
+	}
+	mapping_units_set(at, g, np, SP_BACKING_1G, &list);
+	mapping_units_set(at + g, h, np - g * PAGES_PER_UNIT, SP_BACKING_2M, &list);
+	mapping_units_set(at + g + h, n - g - h, np - (g + h) * PAGES_PER_UNIT, plain_backing(),
+			  &list);
+	pthread_mutex_unlock(&plock);
+	void *p = (void *)unit_addr(at);
+	if (flags & MAP_POPULATE)
+		sp_os->madvise(p, np << PAGE_SHIFT, MADV_POPULATE_WRITE);
+	return p;
+drop:
+	if (list) {
+		pthread_mutex_lock(&plock);
+		while (list) {
+			struct span *s = list;
+			list = s->next;
+			span_delete(s);
+		}
+		pthread_mutex_unlock(&plock);
+	}
+	return NULL;
+}
+
+bool pages_grow_mapping(uintptr_t end, size_t add)
+{
+	size_t lp = page_of(end - 1), np = add >> PAGE_SHIFT, u = lp / PAGES_PER_UNIT;
+	size_t off = lp % PAGES_PER_UNIT + 1, nu = 0;
+	struct span *s = NULL, *list = NULL;
+	bool ok = false;
+	pthread_mutex_lock(&plock);
+	if (end <= base || u >= frontier || !units[u].mapping || np == 0)
+		goto out;
+	s = mmap_span_at(lp);
+	if (!s || s->start + (s->npages << PAGE_SHIFT) != end)
+		goto out;
+	/* The free pages after it in its unit, then free units after that one. */
+	size_t here = PAGES_PER_UNIT - off < np ? PAGES_PER_UNIT - off : np;
+	if (bits_next(units[u].free, off, off + here, false) != off + here)
+		goto out;
+	size_t more = np - here, u1 = u + 1;
+	nu = (more + PAGES_PER_UNIT - 1) / PAGES_PER_UNIT;
+	if (nu) {
+		if (u1 + nu > max_units || (u1 + nu > frontier && grow(u1 + nu) < 0) ||
+		    bits_next(freebits, u1, u1 + nu, false) != u1 + nu || !(list = spans_new(nu)))
+			goto out;
+		claim_units(u1, nu);
+		size_t h = back_hugetlb_most(u1, nu);
+		if (h < nu && plain_for_program(u1 + h, nu - h, MAP_NORESERVE) < 0) {
+			unback_hugetlb(u1, h);
+			plain_units(u1 + h, nu - h);
+			unclaim_units(u1, nu);
+			goto out;
+		}
+		mapping_units_set(u1, h, more, SP_BACKING_2M, &list);
+		mapping_units_set(u1 + h, nu - h, more - h * PAGES_PER_UNIT, plain_backing(), &list);
+	}
+	if (here) {
+		/* These pages may have been the program's before (unmapped since): zero,
+		 * as new memory is. They are read-write: nothing but pages_demote's owners
+		 * change the protection of a mapping unit. */
+		struct unit *x = &units[u];
+		bits_set(x->free, off, here, false);
+		x->nfree = (uint16_t)(x->nfree - here);
+		memset((void *)end, 0, here << PAGE_SHIFT);
+		for (size_t i = 0; i < here; i++)
+			map_set(lp + 1 + i, s);
+		s->npages += here;
+	}
+	ok = true;
+out:
+	while (list) {
+		struct span *d = list;
+		list = d->next;
+		span_delete(d);
+	}
+	pthread_mutex_unlock(&plock);
+	return ok;
+}
+
+/* Copies a hugetlb unit of a mapping (all the units of its 1 GiB page, for those) to
+ * THP memory in place: the program changes part of it. A write that another thread
+ * makes to that memory while it is copied is lost (superpage-run(7)). Under plock,
+ * with the caller's signals blocked (a handler must not write it meanwhile). */
+static bool demote_units(size_t u)
+{
+	size_t first = u, n = 1;
+	if (units[u].backing == SP_BACKING_1G) {
+		first = u - u % GIGA_UNITS;
+		n = GIGA_UNITS;
+	}
+	if (!units_from_copy(first, n, (const void *)unit_addr(first)))
+		return false;
+	enum sp_backing b = plain_backing();
+	for (size_t i = first; i < first + n; i++) {
+		st_units[units[i].backing]--;
+		st_units[b]++;
+		units[i].backing = (uint8_t)b;
+	}
+	hugetlb_skip_until = 0;
+	giga_skip_until = 0;
+	release_emptied(first, n);
+	return true;
+}
+
+int pages_demote(uintptr_t addr, size_t len)
+{
+	size_t p, last;
+	int r = 0;
+	bool blocked = false;
+	sigset_t all, old;
+	pthread_mutex_lock(&plock);
+	if (!page_window(addr, len, &p, &last)) {
+		pthread_mutex_unlock(&plock);
+		return 0;
+	}
+	/* Pages of a mapping unit that are not the program's are unmapped, as far as
+	 * it knows: the kernel would say ENOMEM (and its change must not reach them). */
+	for (size_t i = p; i < last && r == 0; i++)
+		if (units[i / PAGES_PER_UNIT].mapping && !mmap_span_at(i))
+			r = -ENOMEM;
+	for (size_t u = p / PAGES_PER_UNIT; r == 0 && u <= (last - 1) / PAGES_PER_UNIT; u++) {
+		if (!units[u].mapping || units[u].state != U_HEAP || !is_hugetlb(units[u].backing))
+			continue;
+		if (!blocked) {
+			sigfillset(&all);
+			pthread_sigmask(SIG_BLOCK, &all, &old);
+			blocked = true;
+		}
+		if (!demote_units(u))
+			r = -ENOMEM;
+	}
+	pthread_mutex_unlock(&plock);
+	if (blocked)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+/* Where a fixed mapping of the program's may land: pages it has from us, pages of
+ * its large mappings' units that it unmapped (nothing else is ever given those),
+ * and free units (that it may have unmapped whole: nothing of the heap's is there).
+ * Under plock. */
+static bool fixed_allowed_locked(uintptr_t addr, size_t len)
+{
+	size_t p, last;
+	if (addr < base || addr + len > unit_addr(frontier) || !page_window(addr, len, &p, &last))
+		return false;
+	for (; p < last; p++) {
+		size_t u = p / PAGES_PER_UNIT;
+		if (!mmap_span_at(p) && units[u].state != U_FREE &&
+		    !(units[u].mapping && bit(units[u].free, p % PAGES_PER_UNIT)))
+			return false;
+	}
+	return true;
+}
+
+bool pages_fixed_allowed(uintptr_t addr, size_t len)
+{
+	pthread_mutex_lock(&plock);
+	bool ok = fixed_allowed_locked(addr, len);
+	pthread_mutex_unlock(&plock);
+	return ok;
+}
+
+int pages_fixed_into(uintptr_t addr, size_t len)
+{
+	size_t p, last, runs = 0;
+	struct span *list = NULL, *taken = NULL;
+	bool blocked = false;
+	sigset_t all, old;
+	int r = 0;
+	pthread_mutex_lock(&plock);
+	if (!fixed_allowed_locked(addr, len) || !page_window(addr, len, &p, &last)) {
+		pthread_mutex_unlock(&plock);
+		return -EINVAL;
+	}
+	/* A descriptor for each run of unmapped pages (within a unit) it takes back. */
+	for (size_t i = p; i < last; i++)
+		if (!mmap_span_at(i) && (i == p || mmap_span_at(i - 1) || i % PAGES_PER_UNIT == 0))
+			runs++;
+	if (runs && !(list = spans_new(runs))) {
+		pthread_mutex_unlock(&plock);
+		return -ENOMEM;
+	}
+	/* A free unit becomes an (empty) unit of the program's mappings. */
+	for (size_t u = p / PAGES_PER_UNIT; u <= (last - 1) / PAGES_PER_UNIT; u++) {
+		struct unit *x = &units[u];
+		if (x->state != U_FREE)
+			continue;
+		enum sp_backing b = plain_backing();
+		claim_units(u, 1);
+		x->state = U_HEAP;
+		x->mapping = 1;
+		x->backing = (uint8_t)b;
+		x->resident = 1;
+		x->bucket = NO_BUCKET;
+		x->longest = 0;
+		memset(x->free, 0xff, sizeof x->free);
+		x->nfree = PAGES_PER_UNIT;
+		heap_units++;
+		count_units(b, 1);
+	}
+	/* Taken back first, so that no unit of them is given back meanwhile (an empty
+	 * unit of a 1 GiB page goes once the page is demoted). They are about to be
+	 * mapped over: plain memory goes back there when the program unmaps them. */
+	for (size_t i = p; i < last;) {
+		if (mmap_span_at(i)) {
+			i++;
+			continue;
+		}
+		size_t e = i + 1, u = i / PAGES_PER_UNIT;
+		while (e < last && e % PAGES_PER_UNIT && !mmap_span_at(e))
+			e++;
+		struct span *s = list;
+		list = s->next;
+		s->next = taken;
+		taken = s;
+		s->kind = SPAN_MMAP;
+		s->foreign = true;
+		s->start = base + (i << PAGE_SHIFT);
+		s->npages = e - i;
+		bits_set(units[u].free, i % PAGES_PER_UNIT, e - i, false);
+		units[u].nfree = (uint16_t)(units[u].nfree - (e - i));
+		pages_map_all(s);
+		i = e;
+	}
+	for (size_t u = p / PAGES_PER_UNIT; r == 0 && u <= (last - 1) / PAGES_PER_UNIT; u++) {
+		if (!units[u].mapping || units[u].state != U_HEAP || !is_hugetlb(units[u].backing))
+			continue;
+		if (!blocked) {
+			sigfillset(&all);
+			pthread_sigmask(SIG_BLOCK, &all, &old);
+			blocked = true;
+		}
+		if (!demote_units(u))
+			r = -ENOMEM;
+	}
+	while (r < 0 && taken) {
+		/* (A unit could not be copied: the pages are unmapped again, and units
+		 * taken whole go back.) */
+		struct span *s = taken;
+		size_t p0 = page_of(s->start), u = p0 / PAGES_PER_UNIT;
+		taken = s->next;
+		for (size_t i = p0; i < p0 + s->npages; i++)
+			map_set(i, NULL);
+		bits_set(units[u].free, p0 % PAGES_PER_UNIT, s->npages, true);
+		units[u].nfree = (uint16_t)(units[u].nfree + s->npages);
+		span_delete(s);
+		if (!taken)
+			release_emptied(p / PAGES_PER_UNIT,
+					(last - 1) / PAGES_PER_UNIT + 1 - p / PAGES_PER_UNIT);
+	}
+	while (taken) {
+		struct span *s = taken;
+		taken = s->next;
+		s->next = NULL;
+	}
+	pthread_mutex_unlock(&plock);
+	if (blocked)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+bool pages_has_foreign(uintptr_t addr, size_t len)
+{
+	size_t p, last;
+	bool any = false;
+	pthread_mutex_lock(&plock);
+	if (page_window(addr, len, &p, &last))
+		for (; p < last && !any; p++) {
+			struct span *s = mmap_span_at(p);
+			any = s && s->foreign;
+		}
+	pthread_mutex_unlock(&plock);
+	return any;
+}
+
+enum advise_how pages_advise_how(int advice)
+{
+	switch (advice) {
+	case MADV_DONTNEED:
+	case MADV_DONTNEED_LOCKED:
+		return ADV_ZERO;
+	case MADV_FREE:
+	case MADV_NORMAL:
+	case MADV_RANDOM:
+	case MADV_SEQUENTIAL:
+	case MADV_WILLNEED:
+	case MADV_HUGEPAGE:
+	case MADV_NOHUGEPAGE:
+	case MADV_COLLAPSE:
+	case MADV_COLD:
+	case MADV_PAGEOUT:
+	case MADV_MERGEABLE:
+	case MADV_UNMERGEABLE:
+		return ADV_NOTHING;
+	case MADV_DOFORK:
+	case MADV_DODUMP:
+	case MADV_KEEPONFORK:
+	case MADV_GUARD_REMOVE:
+		/* Undo what, on hugetlb memory, was never done (its change would have put
+		 * the memory on plain pages first). */
+		return ADV_NOTHING;
+	case MADV_DONTFORK:
+	case MADV_DONTDUMP:
+	case MADV_WIPEONFORK:
+	case MADV_GUARD_INSTALL:
+		return ADV_CHANGE;
+	default:
+		/* The rest: what the kernel does on hugetlb pages as on others
+		 * (POPULATE_*, REMOVE, poison), or unknown to it (EINVAL). */
+		return ADV_KERNEL;
+	}
+}
+
+/* True if a page of [a, e), in one unit that holds a program's mapping, is not the
+ * program's (unmapped, as far as it knows). Under plock. */
+static bool mapping_hole(uintptr_t a, uintptr_t e)
+{
+	for (size_t p = page_of(a); p <= page_of(e - 1); p++)
+		if (!mmap_span_at(p))
+			return true;
+	return false;
+}
+
+int pages_advise(uintptr_t addr, size_t len, int advice)
+{
+	enum advise_how how = pages_advise_how(advice);
+	uintptr_t end = addr + len, run = addr; /* [run, a): for the kernel, not yet asked */
+	int ret = 0, r;
+	bool hole = false;
+	for (uintptr_t a = addr; a < end;) {
+		uintptr_t e = (a | (UNIT_SIZE - 1)) + 1;
+		size_t u = (a - base) >> UNIT_SHIFT;
+		if (e > end)
+			e = end;
+		pthread_mutex_lock(&plock);
+		bool in_use = u < frontier && (units[u].state == U_HEAP || units[u].state == U_LARGE);
+		bool huge = in_use && is_hugetlb(units[u].backing);
+		bool mapping = in_use && units[u].mapping;
+		/* The kernel advises what is mapped, and says ENOMEM for the rest. */
+		hole = hole || (mapping && mapping_hole(a, e));
+		pthread_mutex_unlock(&plock);
+		/* Plain memory of the heap, and hints the kernel takes on hugetlb pages:
+		 * the kernel's, in one call for the whole run. */
+		if ((!huge || how == ADV_KERNEL) && !(mapping && how == ADV_CHANGE)) {
+			a = e;
+			continue;
+		}
+		if (run < a && (r = sp_os->madvise((void *)run, a - run, advice)) < 0 && !ret)
+			ret = r;
+		r = 0;
+		if (how == ADV_ZERO) {
+			/* Under the lock: a unit being demoted meanwhile would lose the zeros
+			 * (and one demoted already is the kernel's to advise). */
+			pthread_mutex_lock(&plock);
+			huge = (units[u].state == U_HEAP || units[u].state == U_LARGE) &&
+			       is_hugetlb(units[u].backing);
+			if (huge)
+				memset((void *)a, 0, e - a);
+			pthread_mutex_unlock(&plock);
+			if (!huge)
+				r = sp_os->madvise((void *)a, e - a, advice);
+		} else if (how == ADV_CHANGE) {
+			r = mapping ? pages_demote(a, e - a) : 0;
+		}
+		if (r == 0 && how == ADV_CHANGE)
+			r = sp_os->madvise((void *)a, e - a, advice);
+		if (r < 0 && !ret)
+			ret = r;
+		a = run = e;
+	}
+	if (run < end && (r = sp_os->madvise((void *)run, end - run, advice)) < 0 && !ret)
+		ret = r;
+	return ret ? ret : hole ? -ENOMEM : 0;
 }
 
 void pages_stats(struct rt_stats *st)

@@ -602,6 +602,8 @@ static void report_text(struct out *o, const struct account *a)
 {
 	const struct rt_stats *st = &a->st;
 	bool any = false;
+	/* 2m, 1g: the break and large mappings on hugetlb pages while the pool had them */
+	bool tlb = rt_options()->backing == SP_BACKING_2M || rt_options()->backing == SP_BACKING_1G;
 
 	line_start(o, a);
 	if (a->cov_err < 0) {
@@ -652,7 +654,8 @@ static void report_text(struct out *o, const struct account *a)
 		put_human(o, st->brk_bytes);
 		put_str(o, " (peak ");
 		put_human(o, st->brk_peak);
-		put_str(o, st->brk_emulated ? ", emulated on THP)" : ", the kernel's)");
+		put_str(o, !st->brk_emulated ? ", the kernel's)"
+			   : tlb ? ", emulated on hugetlb)" : ", emulated on THP)");
 	}
 	put_char(o, '\n');
 
@@ -673,7 +676,8 @@ static void report_text(struct out *o, const struct account *a)
 	put_fmt(o, "), %llu mremaps; mmaps: %llu small from units (", (unsigned long long)st->mremaps,
 		(unsigned long long)st->small_mmaps);
 	put_human(o, st->small_mmap_bytes);
-	put_fmt(o, " now), %llu large aligned\n", (unsigned long long)st->large_mmaps);
+	put_fmt(o, " now), %llu large %s\n", (unsigned long long)st->large_mmaps,
+		tlb ? "(on hugetlb units while the pool had pages)" : "aligned");
 
 	if (rt_options()->shm) {
 		line_start(o, a);
