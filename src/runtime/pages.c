@@ -562,9 +562,12 @@ fail:
 }
 
 /* Units to release, gathered under the lock and given back after it. */
-struct release { size_t u, n; };
-static bool give_back_units(const struct release *rel);
-static void mark_released(const struct release *rel, bool ok);
+/* Units to release, gathered under the lock and given back after it: a run, and
+ * (extra, unless NO_EXTRA) one unit of the empty cache that has outgrown its limit. */
+#define NO_EXTRA SIZE_MAX
+struct release { size_t u, n, extra; };
+static unsigned give_back_units(const struct release *rel);
+static void mark_released(const struct release *rel, unsigned ok);
 
 /* A unit or run of units has no user any more: keep it resident in the empty cache
  * while the cache is small (a program that frees and allocates again pays no fault),
@@ -614,6 +617,16 @@ static bool retire_units(size_t u, size_t n, struct release *rel)
 		units[i].state = U_RELEASING;
 	rel->u = u;
 	rel->n = n;
+	rel->extra = NO_EXTRA;
+	/* The cache may hold more than its limit now (it was filled while more was in
+	 * use): each run given back takes its oldest unit along, until it fits. */
+	if (!hugetlb && cached > limit && cache_tail != NO_UNIT) {
+		int32_t t = cache_tail;
+		cache_remove(t);
+		bits_set(freebits, (size_t)t, 1, false);
+		units[t].state = U_RELEASING;
+		rel->extra = (size_t)t;
+	}
 	if (hugetlb) {
 		/* Given back now, under the lock (unmapping hugetlb pages is quick): a fork
 		 * in the meantime would not stage them, no unit of the heap's any more,
@@ -626,32 +639,53 @@ static bool retire_units(size_t u, size_t n, struct release *rel)
 	return true;
 }
 
+/* What give_back_units did: bit 0 the run, bit 1 the extra unit was given back. */
+#define GAVE_RUN 1u
+#define GAVE_EXTRA 2u
+
 /* Gives the units back to the kernel: hugetlb pages to the pool, THP memory freed. */
-static bool give_back_units(const struct release *rel)
+static unsigned give_back_units(const struct release *rel)
 {
+	unsigned ok = 0;
 	if (is_hugetlb(units[rel->u].backing)) {
 		unback_hugetlb(rel->u, rel->n);
-		return true;
+		return GAVE_RUN;
 	}
-	return sp_os->madvise((void *)unit_addr(rel->u), rel->n << UNIT_SHIFT, MADV_DONTNEED) == 0;
+	if (rel->extra != NO_EXTRA &&
+	    sp_os->madvise((void *)unit_addr(rel->extra), UNIT_SIZE, MADV_DONTNEED) == 0)
+		ok |= GAVE_EXTRA;
+	if (sp_os->madvise((void *)unit_addr(rel->u), rel->n << UNIT_SHIFT, MADV_DONTNEED) == 0)
+		ok |= GAVE_RUN;
+	return ok;
 }
 
-static void mark_released(const struct release *rel, bool ok)
+static void mark_one_released(size_t u, bool ok)
 {
-	for (size_t i = rel->u; i < rel->u + rel->n; i++) {
-		units[i].state = U_FREE;
-		units[i].resident = !ok;
-		if (ok)
-			units[i].backing = 0;
-	}
+	units[u].state = U_FREE;
+	units[u].resident = !ok;
+	if (ok)
+		units[u].backing = 0;
+}
+
+/* A unit whose madvise failed stays marked resident: memory given out from it is
+ * not taken to read as zero. */
+static void mark_released(const struct release *rel, unsigned ok)
+{
+	for (size_t i = rel->u; i < rel->u + rel->n; i++)
+		mark_one_released(i, ok & GAVE_RUN);
 	bits_set(freebits, rel->u, rel->n, true);
 	st_released += rel->n;
+	if (rel->extra != NO_EXTRA) {
+		mark_one_released(rel->extra, ok & GAVE_EXTRA);
+		bits_set(freebits, rel->extra, 1, true);
+		st_released++;
+	}
 }
 
 /* The system calls run without the lock (a big madvise must not hold up malloc). */
 static void release(const struct release *rel)
 {
-	bool ok = give_back_units(rel);
+	unsigned ok = give_back_units(rel);
 	pthread_mutex_lock(&plock);
 	mark_released(rel, ok);
 	pthread_mutex_unlock(&plock);
