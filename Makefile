@@ -70,7 +70,7 @@ $(B)/obj/%.o: %.c include/superpage.h $(wildcard src/core/*.h src/cli/*.h src/ru
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # The runtime lives inside other programs: its TLS is initial-exec (it is preloaded at
-# start), and it exports nothing but the malloc API (src/runtime/exports.map).
+# start), and it exports nothing but the calls it interposes (src/runtime/exports.map).
 $(B)/obj/src/runtime/%.o: src/runtime/%.c include/superpage.h $(wildcard src/core/*.h src/runtime/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Isrc/runtime -ftls-model=initial-exec -c -o $@ $<

@@ -193,51 +193,40 @@ static bool syscall_sp(const char *s, uintptr_t *sp)
 	return true;
 }
 
-struct dirent64_head {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
+struct task_walk {
+	const char *dir;
+	struct sp_threads *t;
 };
+
+/* One thread of the task directory: its stack pointer, if it can be read. A thread
+ * that cannot be (ptrace rules: not ours) or has just gone is left out, and its
+ * stack stays anon. */
+static void one_task(const char *name, void *arg)
+{
+	struct task_walk *w = arg;
+	char path[96], text[256];
+	uintptr_t sp;
+
+	if (w->t->n == SP_THREADS_MAX || !name[0] || strspn(name, "0123456789") != strlen(name))
+		return;
+	snprintf(path, sizeof path, "%s/%.20s/syscall", w->dir, name);
+	if (sp_read_file(path, text, sizeof text) > 0 && syscall_sp(text, &sp))
+		w->t->sp[w->t->n++] = sp;
+}
 
 int sp_threads_read(pid_t pid, struct sp_threads *t)
 {
-	_Alignas(8) char buf[2048];
-	char dir[48], path[96], text[256];
-	uintptr_t sp;
-	int fd;
+	char dir[48];
+	struct task_walk w = { dir, t };
+	int r;
 
 	t->n = 0;
 	if (pid)
 		snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
 	else
 		snprintf(dir, sizeof dir, "/proc/self/task");
-	fd = sp_os->open(dir, O_RDONLY | O_DIRECTORY, 0);
-	if (fd < 0)
-		return fd;
-	for (;;) {
-		ssize_t n = sp_os->getdents(fd, buf, sizeof buf);
-
-		if (n <= 0)
-			break;
-		for (ssize_t off = 0; off < n;) {
-			struct dirent64_head *d = (struct dirent64_head *)(void *)(buf + off);
-			const char *name = d->d_name;
-
-			if (d->d_reclen == 0)
-				break;
-			off += d->d_reclen;
-			/* A thread that cannot be read (ptrace rules: not ours) or has just
-			 * gone is left out, and its stack stays anon. */
-			if (t->n == SP_THREADS_MAX || !name[0] || strspn(name, "0123456789") != strlen(name))
-				continue;
-			snprintf(path, sizeof path, "%s/%.20s/syscall", dir, name);
-			if (sp_read_file(path, text, sizeof text) > 0 && syscall_sp(text, &sp))
-				t->sp[t->n++] = sp;
-		}
-	}
-	sp_os->close(fd);
+	if ((r = sp_dir_each(dir, one_task, &w)) < 0 && t->n == 0)
+		return r;
 	/* Sorted, for a binary search per mapping: a few hundred at most. */
 	for (int i = 1; i < t->n; i++) {
 		uintptr_t x = t->sp[i];

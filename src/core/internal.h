@@ -45,6 +45,9 @@
  * there were non-empty lines, or a number too large to be real), -errno on read errors. */
 int sp_smaps_parse(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
 		   struct sp_verify *v);
+/* Calls fn for each name in a directory but . and .., through the seam (opendir
+ * would malloc). 0, or -errno if the directory cannot be opened or read. */
+int sp_dir_each(const char *path, void (*fn)(const char *name, void *arg), void *arg);
 /* Classifies one smaps header line's perms and path (path may be ""). */
 enum sp_region sp_region_classify(const char *perms, const char *path);
 /* The stack pointers of a process's threads that are not on a CPU (pid 0: this

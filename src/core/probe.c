@@ -21,8 +21,7 @@ struct dirent64_hdr {
 	char d_name[];
 };
 
-/* Calls fn for each name in a directory, through the seam (opendir would malloc). */
-static int each_entry(const char *path, void (*fn)(const char *name, void *arg), void *arg)
+int sp_dir_each(const char *path, void (*fn)(const char *name, void *arg), void *arg)
 {
 	int fd = sp_os->open(path, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
@@ -238,7 +237,7 @@ static void probe_thp(struct sp_thp *t)
 	read_mode(THP_DIR "/shmem_enabled", t->shmem_enabled, sizeof t->shmem_enabled);
 	if (sp_read_long(THP_DIR "/hpage_pmd_size", &v) == 0 && v > 0)
 		t->pmd_size = (uint64_t)v;
-	each_entry(THP_DIR, add_mthp, t);
+	sp_dir_each(THP_DIR, add_mthp, t);
 
 	struct sp_khugepaged *k = &t->khugepaged;
 	read_mode(THP_DIR "/khugepaged/defrag", k->defrag, sizeof k->defrag);
@@ -404,7 +403,7 @@ static void probe_features(struct sp_features *f, const struct sp_system *sys)
 static void probe_pools(struct sp_system *sys)
 {
 	struct sizes s = { .n = 0 };
-	each_entry(HUGEPAGES_DIR, add_size, &s);
+	sp_dir_each(HUGEPAGES_DIR, add_size, &s);
 	sys->n_sizes = s.n;
 	for (int i = 0; i < s.n; i++) {
 		sys->page_sizes[i] = s.v[i];
@@ -450,7 +449,7 @@ int sp_probe(struct sp_system *sys)
 	sys->base_page_size = ps > 0 ? (uint64_t)ps : 4096;
 	sys->default_huge_size = default_huge_size();
 	probe_pools(sys);
-	each_entry(NODES_DIR, add_node, sys);
+	sp_dir_each(NODES_DIR, add_node, sys);
 	probe_thp(&sys->thp);
 	probe_mounts(sys);
 	probe_features(&sys->features, sys);
@@ -481,7 +480,7 @@ void sp_view_fill(struct sp_view *v)
 	memset(v, 0, sizeof *v);
 	long ps = sp_os->page_size();
 	v->base_page_size = ps > 0 ? (uint64_t)ps : 4096;
-	each_entry(HUGEPAGES_DIR, add_size, &sz);
+	sp_dir_each(HUGEPAGES_DIR, add_size, &sz);
 	for (int i = 0; i < sz.n; i++) {
 		v->has_2m |= sz.v[i] == SP_2M_SIZE;
 		v->has_1g |= sz.v[i] == SP_1G_SIZE;
