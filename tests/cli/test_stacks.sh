@@ -116,8 +116,23 @@ stat_held() { # name superpage-run-options...
 		sleep 0.1
 	done
 	if [ -n "$pid" ]; then
-		"$SP" stat --json "$pid" >"$tmp/$name.stat" 2>"$tmp/$name.staterr" ||
-			why="superpage stat --json $pid failed: $(oneline "$tmp/$name.staterr")"
+		# A thread that is on a CPU at that moment (just past the barrier, on its
+		# way to sleep) shows no stack pointer: look again, up to 10 times, and
+		# keep the look that found the most stack.
+		local try best=-1 bytes
+		for try in $(seq 10); do
+			"$SP" stat --json "$pid" >"$tmp/$name.try" 2>"$tmp/$name.staterr" || {
+				why="superpage stat --json $pid failed: $(oneline "$tmp/$name.staterr")"
+				break
+			}
+			bytes=$(json "$tmp/$name.try" regions.stack.bytes)
+			if [ "${bytes:-0}" -gt "$best" ]; then
+				best=${bytes:-0}
+				cp "$tmp/$name.try" "$tmp/$name.stat"
+			fi
+			[ "$best" -ge $((128 * MB)) ] && break
+			sleep 0.2
+		done
 	else
 		why="the program never said it was ready: $(oneline "$tmp/$name.out") $(oneline "$tmp/$name.err")"
 	fi
