@@ -288,7 +288,8 @@ static __attribute__((noinline)) void *small_refill(unsigned cls)
 	return o;
 }
 
-static inline void *small_alloc(unsigned cls)
+/* An object of the class from this thread's cache; NULL if it has none. */
+static inline void *tc_pop(unsigned cls)
 {
 	void *o = tc.head[cls];
 	if (__builtin_expect(o != NULL, 1)) {
@@ -296,9 +297,14 @@ static inline void *small_alloc(unsigned cls)
 		tc.count[cls]--;
 		tc.d_mallocs++;
 		((uintptr_t *)o)[1] = 0;
-		return o;
 	}
-	return small_refill(cls);
+	return o;
+}
+
+static inline void *small_alloc(unsigned cls)
+{
+	void *o = tc_pop(cls);
+	return __builtin_expect(o != NULL, 1) ? o : small_refill(cls);
 }
 
 static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
@@ -389,15 +395,9 @@ void *rt_malloc(size_t size)
 {
 	if (__builtin_expect(size <= SMALL_MAX, 1) &&
 	    __builtin_expect(atomic_load_explicit(&ready, memory_order_acquire) == 1, 1)) {
-		unsigned cls = class_of(size ? size : 1);
-		void *o = tc.head[cls];
-		if (__builtin_expect(o != NULL, 1)) {
-			tc.head[cls] = *(void **)o;
-			tc.count[cls]--;
-			tc.d_mallocs++;
-			((uintptr_t *)o)[1] = 0;
+		void *o = tc_pop(class_of(size ? size : 1));
+		if (__builtin_expect(o != NULL, 1))
 			return o;
-		}
 	}
 	return malloc_slow(size);
 }

@@ -1502,12 +1502,32 @@ static bool demote_units(size_t u)
 	return true;
 }
 
+/* Copies to THP every hugetlb unit of a program's mapping that pages [p, last) touch,
+ * with the caller's signals blocked from the first (*blocked, *old: to put back once
+ * the lock is dropped). 0, or -ENOMEM if a unit could not be copied. Under plock. */
+static int demote_window(size_t p, size_t last, bool *blocked, sigset_t *old)
+{
+	sigset_t all;
+	for (size_t u = p / PAGES_PER_UNIT; u <= (last - 1) / PAGES_PER_UNIT; u++) {
+		if (!units[u].mapping || units[u].state != U_HEAP || !is_hugetlb(units[u].backing))
+			continue;
+		if (!*blocked) {
+			sigfillset(&all);
+			pthread_sigmask(SIG_BLOCK, &all, old);
+			*blocked = true;
+		}
+		if (!demote_units(u))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int pages_demote(uintptr_t addr, size_t len)
 {
 	size_t p, last;
 	int r = 0;
 	bool blocked = false;
-	sigset_t all, old;
+	sigset_t old;
 	pthread_mutex_lock(&plock);
 	if (!page_window(addr, len, &p, &last)) {
 		pthread_mutex_unlock(&plock);
@@ -1518,17 +1538,8 @@ int pages_demote(uintptr_t addr, size_t len)
 	for (size_t i = p; i < last && r == 0; i++)
 		if (units[i / PAGES_PER_UNIT].mapping && !mmap_span_at(i))
 			r = -ENOMEM;
-	for (size_t u = p / PAGES_PER_UNIT; r == 0 && u <= (last - 1) / PAGES_PER_UNIT; u++) {
-		if (!units[u].mapping || units[u].state != U_HEAP || !is_hugetlb(units[u].backing))
-			continue;
-		if (!blocked) {
-			sigfillset(&all);
-			pthread_sigmask(SIG_BLOCK, &all, &old);
-			blocked = true;
-		}
-		if (!demote_units(u))
-			r = -ENOMEM;
-	}
+	if (r == 0)
+		r = demote_window(p, last, &blocked, &old);
 	pthread_mutex_unlock(&plock);
 	if (blocked)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -1566,7 +1577,7 @@ int pages_fixed_into(uintptr_t addr, size_t len)
 	size_t p, last, runs = 0;
 	struct span *list = NULL, *taken = NULL;
 	bool blocked = false;
-	sigset_t all, old;
+	sigset_t old;
 	int r = 0;
 	pthread_mutex_lock(&plock);
 	if (!fixed_allowed_locked(addr, len) || !page_window(addr, len, &p, &last)) {
@@ -1623,17 +1634,8 @@ int pages_fixed_into(uintptr_t addr, size_t len)
 		pages_map_all(s);
 		i = e;
 	}
-	for (size_t u = p / PAGES_PER_UNIT; r == 0 && u <= (last - 1) / PAGES_PER_UNIT; u++) {
-		if (!units[u].mapping || units[u].state != U_HEAP || !is_hugetlb(units[u].backing))
-			continue;
-		if (!blocked) {
-			sigfillset(&all);
-			pthread_sigmask(SIG_BLOCK, &all, &old);
-			blocked = true;
-		}
-		if (!demote_units(u))
-			r = -ENOMEM;
-	}
+	if (r == 0)
+		r = demote_window(p, last, &blocked, &old);
 	while (r < 0 && taken) {
 		/* (A unit could not be copied: the pages are unmapped again, and units
 		 * taken whole go back.) */
