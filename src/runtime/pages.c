@@ -450,6 +450,16 @@ static void span_delete(struct span *s)
 	span_free_list = s;
 }
 
+/* Deletes a chain of span descriptors linked through next. Under plock. */
+static void spans_delete(struct span *list)
+{
+	while (list) {
+		struct span *s = list;
+		list = s->next;
+		span_delete(s);
+	}
+}
+
 static size_t page_of(uintptr_t a)
 {
 	return (a - base) >> PAGE_SHIFT;
@@ -1411,11 +1421,7 @@ void *pages_map_program(size_t len, int flags, bool hugetlb, int *err)
 drop:
 	if (list) {
 		pthread_mutex_lock(&plock);
-		while (list) {
-			struct span *s = list;
-			list = s->next;
-			span_delete(s);
-		}
+		spans_delete(list);
 		pthread_mutex_unlock(&plock);
 	}
 	return NULL;
@@ -1468,11 +1474,7 @@ bool pages_grow_mapping(uintptr_t end, size_t add)
 	}
 	ok = true;
 out:
-	while (list) {
-		struct span *d = list;
-		list = d->next;
-		span_delete(d);
-	}
+	spans_delete(list);
 	pthread_mutex_unlock(&plock);
 	return ok;
 }

@@ -472,18 +472,19 @@ static const enum sp_backing unit_rungs[] = { SP_BACKING_4K, SP_BACKING_THP, SP_
 					      SP_BACKING_1G };
 #define N_UNIT_RUNGS (sizeof unit_rungs / sizeof unit_rungs[0])
 
-/* The falls of --text as "rung/reason":N pairs (JSON) or " rung reason N" (text). */
-static bool put_text_falls(struct out *o, const struct rt_text_stats *t, bool json)
+/* Falls by rung and reason, as "rung/reason":N pairs (JSON) or " rung reason N"
+ * (text); false if there were none. */
+static bool put_rung_falls(struct out *o, const uint64_t (*falls)[SP_FALL_COUNT], bool json)
 {
 	bool any = false;
 
 	for (int b = 0; b < SP_BACKING_COUNT; b++)
 		for (int f = 0; f < SP_FALL_COUNT; f++) {
-			if (!t->falls[b][f])
+			if (!falls[b][f])
 				continue;
 			put_fmt(o, json ? "%s\"%s/%s\":%llu" : "%s %s %s %llu", any ? "," : "",
 				sp_backing_name((enum sp_backing)b), sp_fall_name((enum sp_fall)f),
-				(unsigned long long)t->falls[b][f]);
+				(unsigned long long)falls[b][f]);
 			any = true;
 		}
 	return any;
@@ -571,7 +572,7 @@ static void report_json(struct out *o, const struct account *a)
 		(unsigned long long)a->text.text_moved, (unsigned long long)a->text.text_hugetlb,
 		(unsigned long long)a->text.text_cached, (unsigned long long)a->text.data_moved,
 		(unsigned long long)a->text.unaligned, (unsigned long long)a->text.perf_map_symbols);
-	put_text_falls(o, &a->text, true);
+	put_rung_falls(o, a->text.falls, true);
 	put_fmt(o, "}},\"stacks\":{\"threads\":%llu,\"bytes\":%llu,\"maps\":%llu,\"reused\":%llu,"
 		"\"unmaps\":%llu,\"live\":%llu,\"cached\":%llu,\"falls\":{",
 		(unsigned long long)a->stacks.threads, (unsigned long long)a->stacks.bytes,
@@ -710,7 +711,7 @@ static void report_text(struct out *o, const struct account *a)
 		put_human(o, a->text.data_moved);
 		put_fmt(o, " on THP; %llu segments unaligned; left as they were:",
 			(unsigned long long)a->text.unaligned);
-		if (!put_text_falls(o, &a->text, false))
+		if (!put_rung_falls(o, a->text.falls, false))
 			put_str(o, " none");
 		put_char(o, '\n');
 	}
@@ -729,16 +730,7 @@ static void report_text(struct out *o, const struct account *a)
 
 	line_start(o, a);
 	put_str(o, "fallbacks:");
-	any = false;
-	for (int b = 0; b < SP_BACKING_COUNT; b++)
-		for (int f = 0; f < SP_FALL_COUNT; f++) {
-			if (!st->falls[b][f])
-				continue;
-			put_fmt(o, "%s %s %s %llu", any ? "," : "", sp_backing_name((enum sp_backing)b),
-				sp_fall_name((enum sp_fall)f), (unsigned long long)st->falls[b][f]);
-			any = true;
-		}
-	put_str(o, any ? "\n" : " none\n");
+	put_str(o, put_rung_falls(o, st->falls, false) ? "\n" : " none\n");
 }
 
 void rt_report(int fd, bool json)
