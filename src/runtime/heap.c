@@ -67,40 +67,70 @@ __attribute__((constructor)) static void heap_constructor(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-/* ---------- central lists: spans with free objects, per class ---------- */
+/* ---------- spans with free objects, by owner ---------- */
+
+/* A thread takes objects only from spans of its own, so that no cache line holds
+ * objects of two threads (that false sharing cost 2 threads half their speed).
+ * An object freed goes back to its span, whoever frees it, and so to the span's
+ * owner. A thread owns spans through a slot; the spans of a slot with free objects
+ * are listed per class under the class's lock. Spans of threads that exited, or of
+ * threads without a slot, are the class's orphans, which threads adopt before they
+ * make new spans. */
+#define MAX_OWNERS 256
+
+struct spanlist {
+	struct span *head;
+	unsigned n;
+};
 
 struct central {
 	pthread_mutex_t lock;
-	struct span *head;      /* spans of this class with a free object */
-	unsigned nspans;
+	struct spanlist orphans;
 } __attribute__((aligned(64)));
 /* All-zero is PTHREAD_MUTEX_INITIALIZER for glibc's default mutex. */
 static struct central central[NCLASS];
 
+enum { SLOT_FREE = 0, SLOT_LIVE, SLOT_LEAVING };
+struct owner {
+	struct spanlist own[NCLASS];   /* under central[class].lock */
+	_Atomic int state;             /* changed under owners_lock */
+};
+static struct owner owners[MAX_OWNERS];
+static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned owners_hint;
+
 static void count_out(int64_t bytes);
 
-static void list_add(struct central *c, struct span *s)
+static void list_add(struct spanlist *l, struct span *s)
 {
 	s->prev = NULL;
-	s->next = c->head;
-	if (c->head)
-		c->head->prev = s;
-	c->head = s;
+	s->next = l->head;
+	if (l->head)
+		l->head->prev = s;
+	l->head = s;
 	s->listed = true;
-	c->nspans++;
+	l->n++;
 }
 
-static void list_del(struct central *c, struct span *s)
+static void list_del(struct spanlist *l, struct span *s)
 {
 	if (s->prev)
 		s->prev->next = s->next;
 	else
-		c->head = s->next;
+		l->head = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
 	s->prev = s->next = NULL;
 	s->listed = false;
-	c->nspans--;
+	l->n--;
+}
+
+/* Sets the page info of a span's pages (heap.h): mark | index, or 0 with mark 0. */
+static void span_mark(struct span *s, uint16_t mark)
+{
+	uint16_t *info = &heap_pageinfo[(s->start - heap_base) >> PAGE_SHIFT];
+	for (size_t i = 0; i < s->npages; i++)
+		__atomic_store_n(&info[i], (uint16_t)(mark ? mark | i : 0), __ATOMIC_RELEASE);
 }
 
 static struct span *new_small_span(unsigned cls)
@@ -110,34 +140,124 @@ static struct span *new_small_span(unsigned cls)
 		return NULL;
 	size_t size = class_size(cls);
 	s->cls = (uint8_t)cls;
-	s->size = (uint32_t)size;
-	s->recip = (uint32_t)(((1ull << 32) + size - 1) / size);
 	s->nobj = (uint32_t)((s->npages << PAGE_SHIFT) / size);
 	s->bump = s->start;
 	s->end = s->start + s->nobj * size;
 	s->freelist = NULL;
 	s->used = 0;
+	span_mark(s, (uint16_t)((cls + 1) << 8));
 	return s;
 }
 
-/* Takes up to n objects of class cls, linked through their first word; returns how
- * many (0: out of memory). */
-static unsigned central_take(unsigned cls, unsigned n, void **out)
+/* Gives an empty small span back to the page heap: no free may find it any more. */
+static void small_span_free(struct span *s)
+{
+	span_mark(s, 0);
+	pages_free(s);
+}
+
+/* The list a span of the class is on, or goes on when it gets a free object: its
+ * owner's while the owner lives, else the orphans. Under the class's lock. */
+static struct spanlist *list_of(struct span *s)
+{
+	if (s->owner && !s->listed &&
+	    atomic_load_explicit(&owners[s->owner - 1].state, memory_order_relaxed) != SLOT_LIVE)
+		s->owner = 0;
+	return s->owner ? &owners[s->owner - 1].own[s->cls] : &central[s->cls].orphans;
+}
+
+/* A slot for a new thread: 1 + its index, or 0 if all are taken (the thread then
+ * takes from and makes orphans). */
+static unsigned owner_claim(void)
+{
+	unsigned got = 0;
+	pthread_mutex_lock(&owners_lock);
+	for (unsigned k = 0; k < MAX_OWNERS; k++) {
+		unsigned i = (owners_hint + k) % MAX_OWNERS;
+		if (atomic_load(&owners[i].state) == SLOT_FREE) {
+			atomic_store(&owners[i].state, SLOT_LIVE);
+			owners_hint = i + 1;
+			got = i + 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&owners_lock);
+	return got;
+}
+
+/* The spans of slot i become orphans. With lock, takes each class's lock and gives
+ * empty spans back to the page heap; else the caller holds those locks and the
+ * page heap's (fork's child), and empty spans are orphans too. */
+static void owner_orphan(unsigned i, bool lock)
+{
+	struct span *empty = NULL;
+	for (unsigned cls = 0; cls < NCLASS; cls++) {
+		struct spanlist *own = &owners[i].own[cls];
+		if (!own->head)
+			continue;
+		struct central *c = &central[cls];
+		if (lock)
+			pthread_mutex_lock(&c->lock);
+		while (own->head) {
+			struct span *s = own->head;
+			list_del(own, s);
+			s->owner = 0;
+			if (s->used == 0 && lock) {
+				s->next = empty;
+				empty = s;
+			} else {
+				list_add(&c->orphans, s);
+			}
+		}
+		if (lock)
+			pthread_mutex_unlock(&c->lock);
+	}
+	while (empty) {
+		struct span *s = empty;
+		empty = s->next;
+		small_span_free(s);
+	}
+}
+
+/* A thread leaves its slot: its spans are orphans before another thread may take
+ * the slot (a put that saw it live has listed its span by then: same lock). */
+static void owner_release(unsigned slot)
+{
+	if (!slot)
+		return;
+	atomic_store(&owners[slot - 1].state, SLOT_LEAVING);
+	owner_orphan(slot - 1, true);
+	pthread_mutex_lock(&owners_lock);
+	atomic_store(&owners[slot - 1].state, SLOT_FREE);
+	pthread_mutex_unlock(&owners_lock);
+}
+
+/* Takes up to n objects of class cls for slot me (0: none), linked through their
+ * first word; returns how many (0: out of memory). From the slot's own spans
+ * first, then orphans it adopts, then a new span. */
+static unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
 {
 	struct central *c = &central[cls];
 	size_t size = class_size(cls);
 	void *list = NULL;
 	unsigned got = 0;
 	pthread_mutex_lock(&c->lock);
+	struct spanlist *mine = me ? &owners[me - 1].own[cls] : &c->orphans;
 	while (got < n) {
-		struct span *s = c->head;
+		struct span *s = mine->head;
+		if (!s && me && (s = c->orphans.head)) {
+			list_del(&c->orphans, s);
+			s->owner = (uint16_t)me;
+			list_add(mine, s);
+		}
 		if (!s) {
 			pthread_mutex_unlock(&c->lock);
 			s = new_small_span(cls);
 			pthread_mutex_lock(&c->lock);
 			if (!s)
 				break;
-			list_add(c, s);
+			s->owner = (uint16_t)me;
+			list_add(mine, s);
 		}
 		while (got < n && s->freelist) {
 			void *o = s->freelist;
@@ -156,7 +276,7 @@ static unsigned central_take(unsigned cls, unsigned n, void **out)
 			s->used++;
 		}
 		if (!s->freelist && s->bump >= s->end)
-			list_del(c, s);
+			list_del(mine, s);
 	}
 	pthread_mutex_unlock(&c->lock);
 	count_out((int64_t)(got * size));
@@ -164,7 +284,8 @@ static unsigned central_take(unsigned cls, unsigned n, void **out)
 	return got;
 }
 
-/* Gives objects back to their spans; spans left empty go back to the page heap. */
+/* Gives objects back to their spans; a span left empty goes back to the page heap
+ * unless it is the last its owner has of the class. */
 static void central_put(unsigned cls, void *list)
 {
 	struct central *c = &central[cls];
@@ -175,14 +296,15 @@ static void central_put(unsigned cls, void *list)
 		void *o = list;
 		list = *(void **)o;
 		struct span *s = span_at((uintptr_t)o);
+		struct spanlist *l = list_of(s);
 		*(void **)o = s->freelist;
 		s->freelist = o;
 		s->used--;
 		n++;
 		if (!s->listed)
-			list_add(c, s);
-		if (s->used == 0 && c->nspans > 1) {
-			list_del(c, s);
+			list_add(l, s);
+		if (s->used == 0 && l->n > 1) {
+			list_del(l, s);
 			s->next = empty;
 			empty = s;
 		}
@@ -192,7 +314,7 @@ static void central_put(unsigned cls, void *list)
 	while (empty) {
 		struct span *s = empty;
 		empty = s->next;
-		pages_free(s);
+		small_span_free(s);
 	}
 }
 
@@ -203,6 +325,7 @@ struct tcache {
 	void *head[NCLASS];
 	uint32_t count[NCLASS];
 	int state;
+	unsigned owner;              /* its slot (1 + index), 0 for none */
 	uint64_t d_mallocs, d_frees; /* not yet added to the global counts */
 };
 static __thread struct tcache tc;
@@ -251,6 +374,8 @@ static void thread_exit(void *arg)
 		tc_drain(t, c, 0);
 	flush_counts(t);
 	t->state = TC_DEAD;
+	owner_release(t->owner);
+	t->owner = 0;
 }
 
 /* The calling thread's cache, or NULL after its exit handler ran. */
@@ -261,6 +386,7 @@ static inline struct tcache *tc_get(void)
 	if (tc.state == TC_DEAD)
 		return NULL;
 	tc.state = TC_LIVE;
+	tc.owner = owner_claim();
 	pthread_setspecific(exit_key, &tc);
 	return &tc;
 }
@@ -272,7 +398,7 @@ static __attribute__((noinline)) void *small_refill(unsigned cls)
 {
 	struct tcache *t = tc_get();
 	void *list;
-	unsigned n = central_take(cls, t ? class_batch(cls) : 1, &list);
+	unsigned n = central_take(t ? t->owner : 0, cls, t ? class_batch(cls) : 1, &list);
 	if (n == 0)
 		return NULL;
 	void *o = list;
@@ -323,15 +449,34 @@ static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 	tc_drain(t, cls, class_batch(cls));
 }
 
-static inline void small_free(struct span *s, void *p)
+/* The info (heap.h) of the page of a, 0 if a is not on a page of a small span. */
+static inline unsigned page_info(uintptr_t a)
 {
-	unsigned cls = s->cls;
-	uintptr_t off = (uintptr_t)p - s->start;
-	if (__builtin_expect((uint32_t)((off * s->recip) >> 32) * (uintptr_t)s->size != off ||
-			     (uintptr_t)p >= s->end, 0))
-		rt_abort("free(): invalid pointer %p (inside a block)", p);
+	uintptr_t top = __atomic_load_n(&heap_top, __ATOMIC_RELAXED);
+	if (__builtin_expect(a - heap_base >= top - heap_base, 0))
+		return 0;
+	return __atomic_load_n(&heap_pageinfo[(a - heap_base) >> PAGE_SHIFT], __ATOMIC_ACQUIRE);
+}
+
+/* Aborts unless p, on a page of the given info, is a small object that is not free:
+ * its class and place checked from the class's tables, the span not touched. */
+static inline void small_check(unsigned info, void *p, const char *fn)
+{
+	unsigned cls = (info >> 8) - 1;
+	uint32_t off = (info & 0xff) << PAGE_SHIFT | ((uintptr_t)p & (PAGE_SIZE - 1));
+	if (__builtin_expect((uint32_t)(((uint64_t)off * class_recips[cls]) >> 32) *
+					     (uint32_t)class_size(cls) != off ||
+			     off >= class_limits[cls], 0))
+		rt_abort("%s(): invalid pointer %p (inside a block)", fn, p);
 	if (__builtin_expect(((uintptr_t *)p)[1] == free_key, 0))
-		rt_abort("free(): double free of %p", p);
+		rt_abort("%s(): %s of %p", fn, fn[0] == 'f' ? "double free" : "a freed block", p);
+}
+
+/* Frees a small object given its page's info. */
+static inline void small_free(unsigned info, void *p)
+{
+	unsigned cls = (info >> 8) - 1;
+	small_check(info, p, "free");
 	((uintptr_t *)p)[1] = free_key;
 	if (__builtin_expect(tc.state == TC_LIVE && tc.count[cls] < 2u * class_batch(cls), 1)) {
 		*(void **)p = tc.head[cls];
@@ -424,7 +569,7 @@ static __attribute__((noinline)) void big_free(void *p)
 	if (!s)
 		return;
 	if (s->kind == SPAN_SMALL) {
-		small_free(s, p);
+		small_free((s->cls + 1u) << 8 | (unsigned)(((uintptr_t)p - s->start) >> PAGE_SHIFT), p);
 		return;
 	}
 	count_out(-(int64_t)span_usable(s));
@@ -434,15 +579,11 @@ static __attribute__((noinline)) void big_free(void *p)
 
 void rt_free(void *p)
 {
-	uintptr_t a = (uintptr_t)p;
 	/* The common case in a few loads: a small object on a page of the heap. */
-	uintptr_t top = __atomic_load_n(&heap_top, __ATOMIC_RELAXED);
-	if (__builtin_expect(a - heap_base < top - heap_base, 1)) {
-		struct span *s = span_at(a);
-		if (__builtin_expect(s && s->kind == SPAN_SMALL && s->magic == SPAN_MAGIC, 1)) {
-			small_free(s, p);
-			return;
-		}
+	unsigned info = page_info((uintptr_t)p);
+	if (__builtin_expect(info != 0, 1)) {
+		small_free(info, p);
+		return;
 	}
 	if (p)
 		big_free(p);
@@ -474,6 +615,14 @@ size_t rt_usable_size(const void *p)
 	return s ? span_usable(s) : 0;
 }
 
+/* Growth by realloc leaves this much room (1/8) for the next, so that a block grown
+ * a little at a time is copied every 12% of growth, not at every class or page. */
+static size_t grow_room(size_t size)
+{
+	size_t more = size + size / 8;
+	return more > size ? more : size;
+}
+
 void *rt_realloc(void *p, size_t size)
 {
 	if (!p)
@@ -482,13 +631,21 @@ void *rt_realloc(void *p, size_t size)
 		rt_free(p); /* as glibc does */
 		return NULL;
 	}
-	struct span *s = block_span(p);
-	if (!s) {
-		errno = ENOMEM; /* not ours: we cannot know its size */
-		return NULL;
+	size_t have;
+	struct span *s = NULL;
+	unsigned info = page_info((uintptr_t)p);
+	if (info) {
+		small_check(info, p, "realloc");
+		have = class_size((info >> 8) - 1);
+	} else {
+		s = block_span(p);
+		if (!s) {
+			errno = ENOMEM; /* not ours: we cannot know its size */
+			return NULL;
+		}
+		have = span_usable(s);
 	}
-	size_t have = span_usable(s);
-	if (s->kind == SPAN_LARGE && size > MEDIUM_MAX) {
+	if (s && s->kind == SPAN_LARGE && size > MEDIUM_MAX) {
 		size_t before = have;
 		if (pages_resize_large(s, size)) {
 			count_out((int64_t)span_usable(s) - (int64_t)before);
@@ -496,8 +653,12 @@ void *rt_realloc(void *p, size_t size)
 		}
 	} else if (size <= have && size >= have / 2) {
 		return p;
+	} else if (s && s->kind == SPAN_MEDIUM && size > SMALL_MAX && size <= MEDIUM_MAX &&
+		   pages_resize_run(s, (size + PAGE_SIZE - 1) >> PAGE_SHIFT)) {
+		count_out((int64_t)span_usable(s) - (int64_t)have);
+		return p;
 	}
-	void *q = rt_malloc(size);
+	void *q = rt_malloc(size > have && size <= MEDIUM_MAX ? grow_room(size) : size);
 	if (!q)
 		return NULL;
 	memcpy(q, p, size < have ? size : have);
@@ -540,6 +701,7 @@ void *rt_memalign(size_t align, size_t size)
 
 static void fork_prepare(void)
 {
+	pthread_mutex_lock(&owners_lock);
 	for (unsigned c = 0; c < NCLASS; c++)
 		pthread_mutex_lock(&central[c].lock);
 	pages_lock();
@@ -551,6 +713,7 @@ static void fork_unlock(void)
 	pages_unlock();
 	for (unsigned c = NCLASS; c-- > 0;)
 		pthread_mutex_unlock(&central[c].lock);
+	pthread_mutex_unlock(&owners_lock);
 }
 
 static void fork_parent(void)
@@ -565,6 +728,14 @@ static void fork_child(void)
 {
 	int e = errno;
 	pages_fork_child();
+	/* Only this thread lives on: the other slots' spans are orphans. */
+	for (unsigned i = 0; i < MAX_OWNERS; i++) {
+		if (i + 1 == tc.owner || atomic_load(&owners[i].state) == SLOT_FREE)
+			continue;
+		atomic_store(&owners[i].state, SLOT_LEAVING);
+		owner_orphan(i, false);
+		atomic_store(&owners[i].state, SLOT_FREE);
+	}
 	fork_unlock();
 	errno = e;
 }

@@ -27,7 +27,8 @@
 #define PAGES_PER_UNIT (UNIT_SIZE / PAGE_SIZE)
 
 /* ---- size classes (sizeclass.c) ---- */
-#define NCLASS 240
+#define NCLASS 168
+#define COARSE_MIN 8192          /* from here 8 classes per doubling, not 32 */
 #define SMALL_MAX 65536ul          /* larger requests are page runs or units */
 #define MEDIUM_MAX (1ul << 20)     /* larger requests get whole units */
 #define MIN_ALIGN 16ul
@@ -35,6 +36,11 @@
 extern size_t class_sizes[NCLASS];
 extern unsigned char class_npages[NCLASS];
 extern unsigned char class_batches[NCLASS];
+/* ceil(2^32 / size): an offset off in a span is a multiple of size iff
+ * ((off * recip) >> 32) * size == off (checked for every class, for every offset
+ * in its spans). */
+extern uint32_t class_recips[NCLASS];
+extern uint32_t class_limits[NCLASS];  /* bytes of a span's objects: count * size */
 extern unsigned char class_by_32[(SMALL_MAX >> 5) + 1];
 extern unsigned char class_by_16[(CLASS_FINE_MAX >> 4) + 1];
 void classes_init(void);
@@ -62,16 +68,16 @@ struct span {
 	uint8_t kind;
 	uint8_t cls;           /* SPAN_SMALL */
 	uint8_t clean;         /* memory known to be zero (fresh from the kernel) */
+	uint16_t owner;        /* SPAN_SMALL: the thread slot whose objects these are
+	                          (1 + its index), 0 for none (heap.c) */
 	uintptr_t start;
 	size_t npages;         /* SMALL/MEDIUM: pages; LARGE: pages of whole units */
 	/* SPAN_SMALL: objects */
-	uint32_t size;         /* object size */
-	uint32_t recip;        /* ceil(2^32 / size): off is a multiple of size iff
-	                          ((off * recip) >> 32) * size == off, for off < 2^18 */
 	void *freelist;
 	uintptr_t bump, end;   /* never-used objects are [bump, end) */
 	uint32_t used, nobj;
-	struct span *prev, *next; /* the class's list of spans with free objects */
+	struct span *prev, *next; /* its owner's (or the class's) list of spans with
+	                             free objects */
 	bool listed;
 	bool foreign;          /* SPAN_MMAP: the program mprotect'ed or mapped over some of
 	                          it: plain anonymous memory is put back when unmapped */
@@ -86,6 +92,9 @@ struct span *pages_alloc_run(size_t npages, size_t align_pages, enum span_kind k
 struct span *pages_alloc_large(size_t size, size_t align);
 /* Gives a span's memory back (SMALL/MEDIUM pages or LARGE units). */
 void pages_free(struct span *s);
+/* Resizes a MEDIUM span in place to npages (within its unit): shrinking gives the
+ * tail back; growing takes the free pages that follow it; false if they are not. */
+bool pages_resize_run(struct span *s, size_t npages);
 /* Resizes a LARGE span in place or by moving its pages (s->start then changes);
  * false if it cannot (the caller copies). */
 bool pages_resize_large(struct span *s, size_t new_size);
@@ -155,6 +164,10 @@ void pages_range(uintptr_t *lo, uintptr_t *hi);
 extern uintptr_t heap_base, heap_end;
 extern uintptr_t heap_top;                 /* end of the writable part (grows) */
 extern _Atomic(struct span *) *heap_pagemap;
+/* Per page of the range: for a page of a SPAN_SMALL span, (1 + class) << 8 | the
+ * page's index in its span; 0 otherwise. Set and cleared by heap.c, read by free
+ * without touching the span. */
+extern uint16_t *heap_pageinfo;
 
 /* The span on the page of a (which must be in [heap_base, heap_top)). */
 static inline struct span *span_at(uintptr_t a)

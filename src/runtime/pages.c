@@ -37,6 +37,7 @@ static uintptr_t base;
 static size_t max_units, frontier;
 uintptr_t heap_base, heap_end, heap_top;
 _Atomic(struct span *) *heap_pagemap;
+uint16_t *heap_pageinfo;
 static struct unit *units;
 static uint64_t *freebits;                /* 1 = unit FREE and below the frontier */
 static _Atomic(struct span *) *pagemap;
@@ -349,8 +350,14 @@ static int grow(size_t need_units)
 				PROT_READ | PROT_WRITE);
 	if (r < 0)
 		return r;
-	/* One page of pagemap per unit: 512 pointers. */
+	/* One page of pagemap per unit: 512 pointers; and 1 KiB of page info. */
 	r = sp_os->mprotect((char *)pagemap + frontier * PAGE_SIZE, add * PAGE_SIZE,
+			    PROT_READ | PROT_WRITE);
+	if (r < 0)
+		return r;
+	uintptr_t i0 = (uintptr_t)(heap_pageinfo + frontier * PAGES_PER_UNIT) & ~(PAGE_SIZE - 1);
+	uintptr_t i1 = (uintptr_t)(heap_pageinfo + want * PAGES_PER_UNIT);
+	r = sp_os->mprotect((void *)i0, ((i1 + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)) - i0,
 			    PROT_READ | PROT_WRITE);
 	if (r < 0)
 		return r;
@@ -405,11 +412,14 @@ int pages_init(const struct sp_options *o)
 		return -ENOMEM;
 	units = m;
 	freebits = (uint64_t *)(void *)((char *)m + max_units * sizeof(struct unit));
-	if (sp_os->mmap(NULL, max_units * PAGE_SIZE, PROT_NONE,
+	size_t info = (max_units * PAGES_PER_UNIT * sizeof *heap_pageinfo + PAGE_SIZE - 1) &
+		      ~(PAGE_SIZE - 1);
+	if (sp_os->mmap(NULL, max_units * PAGE_SIZE + info, PROT_NONE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
 		return -ENOMEM;
 	pagemap = m;
 	heap_pagemap = m;
+	heap_pageinfo = (uint16_t *)(void *)((char *)m + max_units * PAGE_SIZE);
 	heap_base = base;
 	heap_end = base + (max_units << UNIT_SHIFT);
 	heap_top = base;
@@ -571,7 +581,6 @@ fail:
 	return NULL;
 }
 
-/* Units to release, gathered under the lock and given back after it. */
 /* Units to release, gathered under the lock and given back after it: a run, and
  * (extra, unless NO_EXTRA) one unit of the empty cache that has outgrown its limit. */
 #define NO_EXTRA SIZE_MAX
@@ -994,6 +1003,34 @@ struct span *pages_alloc_large(size_t size, size_t align)
 	pthread_mutex_unlock(&plock);
 	maybe_promote();
 	return s;
+}
+
+bool pages_resize_run(struct span *s, size_t npages)
+{
+	size_t p0 = page_of(s->start), u = p0 / PAGES_PER_UNIT, at = p0 % PAGES_PER_UNIT;
+	struct release rel;
+	bool give_back = false;
+	if (npages == 0 || at + npages > PAGES_PER_UNIT)
+		return false;
+	pthread_mutex_lock(&plock);
+	struct unit *x = &units[u];
+	if (npages < s->npages) {
+		give_back = free_pages(p0 + npages, s->npages - npages, &rel);
+	} else if (npages > s->npages) {
+		if (x->mapping ||
+		    bits_next(x->free, at + s->npages, at + npages, false) != at + npages) {
+			pthread_mutex_unlock(&plock);
+			return false;
+		}
+		bits_set(x->free, at + s->npages, npages - s->npages, false);
+		x->nfree = (uint16_t)(x->nfree - (npages - s->npages));
+		rebucket((int32_t)u);
+	}
+	s->npages = npages;
+	pthread_mutex_unlock(&plock);
+	if (give_back)
+		release(&rel);
+	return true;
 }
 
 bool pages_resize_large(struct span *s, size_t new_size)

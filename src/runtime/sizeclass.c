@@ -8,6 +8,8 @@
 size_t class_sizes[NCLASS];
 unsigned char class_npages[NCLASS];
 unsigned char class_batches[NCLASS];
+uint32_t class_recips[NCLASS];
+uint32_t class_limits[NCLASS];
 unsigned char class_by_32[(SMALL_MAX >> 5) + 1];
 unsigned char class_by_16[(CLASS_FINE_MAX >> 4) + 1];
 
@@ -18,9 +20,11 @@ void classes_init(void)
 		class_sizes[n++] = s;
 	for (size_t s = 512 + 32; s <= 1024; s += 32)
 		class_sizes[n++] = s;
-	for (size_t base = 1024; base < SMALL_MAX; base *= 2)
-		for (unsigned q = 1; q <= 32; q++)
-			class_sizes[n++] = base + base / 32 * q;
+	for (size_t base = 1024; base < SMALL_MAX; base *= 2) {
+		unsigned steps = base < COARSE_MIN ? 32 : 8;
+		for (unsigned q = 1; q <= steps; q++)
+			class_sizes[n++] = base + base / steps * q;
+	}
 	/* n == NCLASS */
 	for (unsigned c = 0; c < NCLASS; c++) {
 		size_t s = class_sizes[c];
@@ -38,10 +42,12 @@ void classes_init(void)
 				best = k;
 		}
 		class_npages[c] = (unsigned char)best;
+		class_recips[c] = (uint32_t)(((1ull << 32) + s - 1) / s);
+		class_limits[c] = (uint32_t)(best * PAGE_SIZE / s * s);
 		/* A thread holds at most two batches of a class: 16 KiB of slack, or four
 		 * objects of the classes above 4 KiB. */
 		size_t b = 8192 / s;
-		class_batches[c] = (unsigned char)(b < 2 ? 2 : b > 32 ? 32 : b);
+		class_batches[c] = (unsigned char)(b < 1 ? 1 : b > 32 ? 32 : b);
 	}
 	unsigned c = 0;
 	for (size_t i = 0; i <= CLASS_FINE_MAX >> 4; i++) {

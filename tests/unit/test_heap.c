@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -229,12 +230,198 @@ static void inner_pointer(void)
 	rt_free(p + 4096);
 }
 
+/* Inside a small object: the page info says which class, the offset is no object's. */
+static void inner_small_pointer(void)
+{
+	char *p = rt_malloc(40);
+	rt_free(p + 16);
+}
+
+static void realloc_freed(void)
+{
+	void *p = rt_malloc(100);
+	rt_free(p);
+	p = rt_realloc(p, 200);
+	(void)p;
+}
+
 static void test_bad_frees_abort(void)
 {
-	int st = child_status(double_free);
-	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-	st = child_status(inner_pointer);
-	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	void (*const bad[])(void) = { double_free, inner_pointer, inner_small_pointer,
+				      realloc_freed };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		int st = child_status(bad[i]);
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	}
+}
+
+/* A block grown a page at a time from 68 KiB to 1 MiB keeps its bytes, and moves
+ * seldom: in place where the pages after it are free, else with 1/8 room to grow
+ * (moving at each page would be 240 moves; 1.125^23 > 15). */
+static void test_realloc_grows_seldom_moves(void)
+{
+	size_t n = 68 << 10;
+	unsigned char *p = rt_malloc(n);
+	CHECK(p != NULL);
+	fill(p, n, 7);
+	unsigned moves = 0;
+	bool same = true;
+	for (; n + 4096 <= MB; n += 4096) {
+		unsigned char *q = rt_realloc(p, n + 4096);
+		CHECK(q != NULL);
+		if (!q)
+			return;
+		for (size_t i = 0; i < n - 1; i += 509) /* n - 1 holds the seed */
+			same = same && q[i] == (unsigned char)(7 + i);
+		same = same && q[n - 1] == 7;
+		moves += q != p;
+		p = q;
+		fill(p, n + 4096, 7);
+	}
+	CHECK(same);
+	CHECK(moves <= 23);
+	printf("  %u moves in 240 growths\n", moves);
+	rt_free(p);
+}
+
+/* Two threads' small objects never share a cache line: a thread takes objects only
+ * from spans of its own, even those another thread freed next to its live ones. */
+#define LINE_OBJS 4000
+static char *line_objs[2][LINE_OBJS];
+static pthread_barrier_t line_bar;
+
+static void *line_thread(void *arg)
+{
+	long me = (long)arg;
+	if (me == 0) {
+		for (int i = 0; i < LINE_OBJS; i++)
+			line_objs[0][i] = rt_malloc(32);
+		for (int i = 0; i < LINE_OBJS; i += 2) { /* every other one back */
+			rt_free(line_objs[0][i]);
+			line_objs[0][i] = NULL;
+		}
+	}
+	pthread_barrier_wait(&line_bar);
+	if (me == 1)
+		for (int i = 0; i < LINE_OBJS; i++)
+			line_objs[1][i] = rt_malloc(32);
+	pthread_barrier_wait(&line_bar);
+	return NULL;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void test_threads_share_no_line(void)
+{
+	pthread_t t[2];
+	pthread_barrier_init(&line_bar, NULL, 2);
+	for (long i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, line_thread, (void *)i);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&line_bar);
+	static uintptr_t lines0[LINE_OBJS];
+	size_t n0 = 0;
+	for (int i = 0; i < LINE_OBJS; i++)
+		if (line_objs[0][i])
+			lines0[n0++] = (uintptr_t)line_objs[0][i] >> 6;
+	qsort(lines0, n0, sizeof *lines0, cmp_ptr);
+	int shared = 0;
+	for (int i = 0; i < LINE_OBJS; i++) {
+		uintptr_t l = (uintptr_t)line_objs[1][i] >> 6;
+		shared += bsearch(&l, lines0, n0, sizeof *lines0, cmp_ptr) != NULL;
+	}
+	CHECK_EQ(shared, 0);
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < LINE_OBJS; i++)
+			rt_free(line_objs[k][i]);
+}
+
+/* The spans of a thread that exited are adopted by the next thread that needs the
+ * class, instead of new spans: memory of exited threads is not stranded. */
+#define ORPHAN_OBJS 300
+static char *orphan_objs[ORPHAN_OBJS];
+
+static void *orphan_maker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ORPHAN_OBJS; i++)
+		orphan_objs[i] = rt_malloc(2900);
+	for (int i = 0; i < ORPHAN_OBJS; i += 2) {
+		rt_free(orphan_objs[i]);
+		orphan_objs[i] = NULL;
+	}
+	return NULL;
+}
+
+static bool in_orphan_spans(const void *p)
+{
+	for (int i = 1; i < ORPHAN_OBJS; i += 2)
+		if (pages_lookup(p, &(bool){ 0 }) == pages_lookup(orphan_objs[i], &(bool){ 0 }))
+			return true;
+	return false;
+}
+
+static void *orphan_taker(void *arg)
+{
+	int *adopted = arg;
+	for (int i = 0; i < ORPHAN_OBJS / 2; i++) {
+		void *p = rt_malloc(2900);
+		*adopted += in_orphan_spans(p);
+		rt_free(p);
+	}
+	return NULL;
+}
+
+static void test_exited_threads_spans_adopted(void)
+{
+	pthread_t t;
+	int adopted = 0;
+	pthread_create(&t, NULL, orphan_maker, NULL);
+	pthread_join(t, NULL);
+	pthread_create(&t, NULL, orphan_taker, &adopted);
+	pthread_join(t, NULL);
+	CHECK(adopted > 0);
+	printf("  %d of %d objects from the exited thread's spans\n", adopted, ORPHAN_OBJS / 2);
+	for (int i = 1; i < ORPHAN_OBJS; i += 2)
+		rt_free(orphan_objs[i]);
+}
+
+/* In a forked child, the spans of the parent's other threads are the child's to use. */
+static void *fork_owner(void *arg)
+{
+	pthread_barrier_t *bar = arg;
+	orphan_maker(NULL);
+	pthread_barrier_wait(bar);  /* made and half freed */
+	pthread_barrier_wait(bar);  /* the parent forked */
+	return NULL;
+}
+
+static void test_fork_child_adopts_spans(void)
+{
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_t t;
+	pthread_create(&t, NULL, fork_owner, &bar);
+	pthread_barrier_wait(&bar);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int adopted = 0;
+		orphan_taker(&adopted);
+		_exit(adopted > 0 ? 0 : 1);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	pthread_barrier_wait(&bar);
+	pthread_join(t, NULL);
+	pthread_barrier_destroy(&bar);
+	for (int i = 1; i < ORPHAN_OBJS; i += 2)
+		rt_free(orphan_objs[i]);
 }
 
 /* Blocks made by one thread and freed by another. */
@@ -334,6 +521,10 @@ int main(void)
 	RUN(test_units_given_back);
 	RUN(test_calloc_zeroes);
 	RUN(test_bad_frees_abort);
+	RUN(test_realloc_grows_seldom_moves);
+	RUN(test_threads_share_no_line);
+	RUN(test_exited_threads_spans_adopted);
+	RUN(test_fork_child_adopts_spans);
 	RUN(test_cross_thread_free);
 	RUN(test_fork_while_allocating);
 	return CHECK_DONE();
