@@ -72,10 +72,12 @@ __attribute__((constructor)) static void heap_constructor(void)
 /* A thread takes objects only from spans of its own, so that no cache line holds
  * objects of two threads (that false sharing cost 2 threads half their speed).
  * An object freed goes back to its span, whoever frees it, and so to the span's
- * owner. A thread owns spans through a slot; the spans of a slot with free objects
- * are listed per class under the class's lock. Spans of threads that exited, or of
- * threads without a slot, are the class's orphans, which threads adopt before they
- * make new spans. */
+ * owner. A thread owns spans through a slot, whose lock guards its lists (one per
+ * class) of spans with free objects; so threads that free their own objects take
+ * only their own lock. Spans of threads that exited, or of threads without a slot,
+ * are the class's orphans (under the class's lock), which threads adopt before
+ * they make new spans. A span's owner changes only under the lock of the list it
+ * leaves and of the one it joins; locks are taken slot first, class second. */
 #define MAX_OWNERS 256
 
 struct spanlist {
@@ -92,12 +94,12 @@ static struct central central[NCLASS];
 
 enum { SLOT_FREE = 0, SLOT_LIVE, SLOT_LEAVING };
 struct owner {
-	struct spanlist own[NCLASS];   /* under central[class].lock */
+	pthread_mutex_t lock;
 	_Atomic int state;             /* changed under owners_lock */
-};
+	struct spanlist own[NCLASS];   /* under lock */
+} __attribute__((aligned(64)));
 static struct owner owners[MAX_OWNERS];
 static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned owners_hint;
 
 static void count_out(int64_t bytes);
 
@@ -156,15 +158,55 @@ static void small_span_free(struct span *s)
 	pages_free(s);
 }
 
-/* The list a span of the class is on, or goes on when it gets a free object: its
- * owner's while the owner lives, else the orphans. Under the class's lock. */
-static struct spanlist *list_of(struct span *s)
+static unsigned owner_of(const struct span *s)
 {
-	if (s->owner && !s->listed &&
-	    atomic_load_explicit(&owners[s->owner - 1].state, memory_order_relaxed) != SLOT_LIVE)
-		s->owner = 0;
-	return s->owner ? &owners[s->owner - 1].own[s->cls] : &central[s->cls].orphans;
+	return __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 }
+
+static void set_owner(struct span *s, unsigned o)
+{
+	__atomic_store_n(&s->owner, (uint16_t)o, __ATOMIC_RELAXED);
+}
+
+/* The lock of owner o's lists of class cls (o 0: the class's orphans). */
+static pthread_mutex_t *lock_of(unsigned o, unsigned cls)
+{
+	return o ? &owners[o - 1].lock : &central[cls].lock;
+}
+
+/* The list of owner o's spans of class cls. */
+static struct spanlist *list_for(unsigned o, unsigned cls)
+{
+	return o ? &owners[o - 1].own[cls] : &central[cls].orphans;
+}
+
+/* Locks the list a span is on, or goes on when it gets a free object: its owner's
+ * while the owner lives, else the orphans (the span leaves a dead owner then).
+ * held is the lock the caller holds (or NULL): kept if it is that one, else
+ * released. Returns the lock now held; s->owner is stable under it. */
+static pthread_mutex_t *lock_span(struct span *s, pthread_mutex_t *held)
+{
+	for (;;) {
+		unsigned o = owner_of(s);
+		pthread_mutex_t *m = lock_of(o, s->cls);
+		if (m != held) {
+			if (held)
+				pthread_mutex_unlock(held);
+			pthread_mutex_lock(m);
+			held = m;
+		}
+		if (owner_of(s) != o)
+			continue;
+		if (o && !s->listed &&
+		    atomic_load_explicit(&owners[o - 1].state, memory_order_relaxed) != SLOT_LIVE) {
+			set_owner(s, 0); /* unlisted: on no list to leave */
+			continue;
+		}
+		return m;
+	}
+}
+
+static unsigned owners_hint;
 
 /* A slot for a new thread: 1 + its index, or 0 if all are taken (the thread then
  * takes from and makes orphans). */
@@ -185,12 +227,14 @@ static unsigned owner_claim(void)
 	return got;
 }
 
-/* The spans of slot i become orphans. With lock, takes each class's lock and gives
- * empty spans back to the page heap; else the caller holds those locks and the
- * page heap's (fork's child), and empty spans are orphans too. */
+/* The spans of slot i become orphans. With lock, takes the slot's and each class's
+ * lock and gives empty spans back to the page heap; else the caller holds all those
+ * locks and the page heap's (fork's child), and empty spans are orphans too. */
 static void owner_orphan(unsigned i, bool lock)
 {
 	struct span *empty = NULL;
+	if (lock)
+		pthread_mutex_lock(&owners[i].lock);
 	for (unsigned cls = 0; cls < NCLASS; cls++) {
 		struct spanlist *own = &owners[i].own[cls];
 		if (!own->head)
@@ -201,7 +245,7 @@ static void owner_orphan(unsigned i, bool lock)
 		while (own->head) {
 			struct span *s = own->head;
 			list_del(own, s);
-			s->owner = 0;
+			set_owner(s, 0);
 			if (s->used == 0 && lock) {
 				s->next = empty;
 				empty = s;
@@ -212,6 +256,8 @@ static void owner_orphan(unsigned i, bool lock)
 		if (lock)
 			pthread_mutex_unlock(&c->lock);
 	}
+	if (lock)
+		pthread_mutex_unlock(&owners[i].lock);
 	while (empty) {
 		struct span *s = empty;
 		empty = s->next;
@@ -241,22 +287,27 @@ static unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
 	size_t size = class_size(cls);
 	void *list = NULL;
 	unsigned got = 0;
-	pthread_mutex_lock(&c->lock);
-	struct spanlist *mine = me ? &owners[me - 1].own[cls] : &c->orphans;
+	pthread_mutex_t *m = lock_of(me, cls);
+	struct spanlist *mine = list_for(me, cls);
+	pthread_mutex_lock(m);
 	while (got < n) {
 		struct span *s = mine->head;
-		if (!s && me && (s = c->orphans.head)) {
-			list_del(&c->orphans, s);
-			s->owner = (uint16_t)me;
-			list_add(mine, s);
+		if (!s && me) {
+			pthread_mutex_lock(&c->lock);
+			if ((s = c->orphans.head)) {
+				list_del(&c->orphans, s);
+				set_owner(s, me);
+				list_add(mine, s);
+			}
+			pthread_mutex_unlock(&c->lock);
 		}
 		if (!s) {
-			pthread_mutex_unlock(&c->lock);
+			pthread_mutex_unlock(m);
 			s = new_small_span(cls);
-			pthread_mutex_lock(&c->lock);
+			pthread_mutex_lock(m);
 			if (!s)
 				break;
-			s->owner = (uint16_t)me;
+			set_owner(s, me);
 			list_add(mine, s);
 		}
 		while (got < n && s->freelist) {
@@ -278,7 +329,7 @@ static unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
 		if (!s->freelist && s->bump >= s->end)
 			list_del(mine, s);
 	}
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(m);
 	count_out((int64_t)(got * size));
 	*out = list;
 	return got;
@@ -288,15 +339,15 @@ static unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
  * unless it is the last its owner has of the class. */
 static void central_put(unsigned cls, void *list)
 {
-	struct central *c = &central[cls];
 	struct span *empty = NULL;
 	int64_t n = 0;
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_t *held = NULL;
 	while (list) {
 		void *o = list;
 		list = *(void **)o;
 		struct span *s = span_at((uintptr_t)o);
-		struct spanlist *l = list_of(s);
+		held = lock_span(s, held);
+		struct spanlist *l = list_for(owner_of(s), cls);
 		*(void **)o = s->freelist;
 		s->freelist = o;
 		s->used--;
@@ -309,7 +360,8 @@ static void central_put(unsigned cls, void *list)
 			empty = s;
 		}
 	}
-	pthread_mutex_unlock(&c->lock);
+	if (held)
+		pthread_mutex_unlock(held);
 	count_out(-n * (int64_t)class_size(cls));
 	while (empty) {
 		struct span *s = empty;
@@ -702,6 +754,8 @@ void *rt_memalign(size_t align, size_t size)
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&owners_lock);
+	for (unsigned i = 0; i < MAX_OWNERS; i++)
+		pthread_mutex_lock(&owners[i].lock);
 	for (unsigned c = 0; c < NCLASS; c++)
 		pthread_mutex_lock(&central[c].lock);
 	pages_lock();
@@ -713,6 +767,8 @@ static void fork_unlock(void)
 	pages_unlock();
 	for (unsigned c = NCLASS; c-- > 0;)
 		pthread_mutex_unlock(&central[c].lock);
+	for (unsigned i = MAX_OWNERS; i-- > 0;)
+		pthread_mutex_unlock(&owners[i].lock);
 	pthread_mutex_unlock(&owners_lock);
 }
 
