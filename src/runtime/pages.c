@@ -1228,17 +1228,28 @@ bool pages_copy_in(uintptr_t at, size_t len, const void *src)
 int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole)
 {
 	void *tmp, *out;
+	int huge = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (giga ? MAP_HUGE_1GB : MAP_HUGE_2MB);
 	*hole = false;
-	int r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB |
-				    (giga ? MAP_HUGE_1GB : MAP_HUGE_2MB), -1, 0, &tmp);
+	int r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, huge, -1, 0, &tmp);
 	if (r < 0)
 		return r;
 	r = sp_os->mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at, &out);
-	if (r < 0) {
-		sp_os->munmap(tmp, len);
-		*hole = true;
+	if (r == 0)
+		return 0;
+	sp_os->munmap(tmp, len);
+	*hole = true;
+	/* This kernel sometimes refuses the move of a 1 GiB page with ENOMEM (seen here
+	 * with 1-2 runs in 8, the same again on every retry; a new mapping does not
+	 * help, it lands where the last one was). What was at at is unmapped by then:
+	 * map the pages into the hole directly, unless something else landed there. */
+	if (sp_os->mmap((void *)at, len, PROT_READ | PROT_WRITE, huge | MAP_FIXED_NOREPLACE, -1,
+			0, &out) < 0)
+		return r;
+	if ((uintptr_t)out == at) {
+		*hole = false;
+		return 0;
 	}
+	sp_os->munmap(out, len); /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
 	return r;
 }
 
