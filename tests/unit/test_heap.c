@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -391,6 +392,61 @@ static void test_exited_threads_spans_adopted(void)
 		rt_free(orphan_objs[i]);
 }
 
+/* More threads at once than there are slots (256): the threads without one share
+ * the orphans, while the others adopt and leave spans; every byte stays right. */
+#define MANY_THREADS 300
+static pthread_barrier_t many_bar;
+
+static void *many_thread(void *arg)
+{
+	long me = (long)arg;
+	long *bad = calloc(1, sizeof *bad);
+	unsigned char *keep[64];
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 64; i++) {
+			size_t n = 16 + (size_t)((me * 131 + i * 977) % 3000);
+			keep[i] = rt_malloc(n);
+			if (!keep[i]) {
+				(*bad)++;
+				continue;
+			}
+			memset(keep[i], (int)(me + i), n);
+		}
+		pthread_barrier_wait(&many_bar); /* all alive at once */
+		for (int i = 0; i < 64; i++) {
+			size_t n = 16 + (size_t)((me * 131 + i * 977) % 3000);
+			if (keep[i] && (keep[i][0] != (unsigned char)(me + i) ||
+					keep[i][n - 1] != (unsigned char)(me + i)))
+				(*bad)++;
+			rt_free(keep[i]);
+		}
+	}
+	return bad;
+}
+
+static void test_more_threads_than_slots(void)
+{
+	static pthread_t t[MANY_THREADS];
+	int started = 0;
+	long bad = 0;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	pthread_barrier_init(&many_bar, NULL, MANY_THREADS);
+	for (long i = 0; i < MANY_THREADS; i++)
+		started += pthread_create(&t[i], &attr, many_thread, (void *)i) == 0;
+	CHECK_EQ(started, MANY_THREADS);
+	for (int i = 0; i < started; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		bad += *(long *)r;
+		free(r);
+	}
+	pthread_barrier_destroy(&many_bar);
+	pthread_attr_destroy(&attr);
+	CHECK_EQ(bad, 0);
+}
+
 /* In a forked child, the spans of the parent's other threads are the child's to use. */
 static void *fork_owner(void *arg)
 {
@@ -525,6 +581,7 @@ int main(void)
 	RUN(test_threads_share_no_line);
 	RUN(test_exited_threads_spans_adopted);
 	RUN(test_fork_child_adopts_spans);
+	RUN(test_more_threads_than_slots);
 	RUN(test_cross_thread_free);
 	RUN(test_fork_while_allocating);
 	return CHECK_DONE();
