@@ -101,7 +101,8 @@ struct owner {
 static struct owner owners[MAX_OWNERS];
 static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void count_out(int64_t bytes);
+struct tcache;
+static void count_by(struct tcache *t, int64_t bytes);
 
 static void list_add(struct spanlist *l, struct span *s)
 {
@@ -330,14 +331,13 @@ static unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
 			list_del(mine, s);
 	}
 	pthread_mutex_unlock(m);
-	count_out((int64_t)(got * size));
 	*out = list;
 	return got;
 }
 
 /* Gives objects back to their spans; a span left empty goes back to the page heap
  * unless it is the last its owner has of the class. */
-static void central_put(unsigned cls, void *list)
+static void central_put(unsigned cls, void *list, struct tcache *t)
 {
 	struct span *empty = NULL;
 	int64_t n = 0;
@@ -362,7 +362,7 @@ static void central_put(unsigned cls, void *list)
 	}
 	if (held)
 		pthread_mutex_unlock(held);
-	count_out(-n * (int64_t)class_size(cls));
+	count_by(t, -n * (int64_t)class_size(cls));
 	while (empty) {
 		struct span *s = empty;
 		empty = s->next;
@@ -378,16 +378,24 @@ struct tcache {
 	uint32_t count[NCLASS];
 	int state;
 	unsigned owner;              /* its slot (1 + index), 0 for none */
-	uint64_t d_mallocs, d_frees; /* not yet added to the global counts */
+	/* Not yet added to the global counts: added when they reach FLUSH_BYTES or
+	 * FLUSH_CALLS, when the thread exits and when it asks for the stats. */
+	int64_t d_in_use;
+	uint64_t d_mallocs, d_frees;
 };
 static __thread struct tcache tc;
+
+#define FLUSH_BYTES ((int64_t)1 << 20)
+#define FLUSH_CALLS 65536
 
 static _Atomic int64_t g_in_use;
 static _Atomic uint64_t g_peak, g_mallocs, g_frees;
 
 /* Bytes out of the central lists and page heap: the program's blocks and what the
  * threads' caches hold (at most two batches a class). Counted on the slow paths
- * only, so the common malloc and free touch no shared line. */
+ * only, and by each thread on its own until a MiB has gathered, so that no common
+ * malloc or free and few refills touch a shared line: in use and peak are right to
+ * within a MiB per thread. */
 static void count_out(int64_t bytes)
 {
 	int64_t now = atomic_fetch_add_explicit(&g_in_use, bytes, memory_order_relaxed) + bytes;
@@ -397,11 +405,33 @@ static void count_out(int64_t bytes)
 		;
 }
 
-static void flush_counts(struct tcache *t)
+/* Counts bytes out (or back, negative) for thread cache t (NULL: at once). */
+static void count_by(struct tcache *t, int64_t bytes)
 {
-	atomic_fetch_add_explicit(&g_mallocs, t->d_mallocs, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g_frees, t->d_frees, memory_order_relaxed);
-	t->d_mallocs = t->d_frees = 0;
+	if (!t) {
+		count_out(bytes);
+		return;
+	}
+	t->d_in_use += bytes;
+	if (t->d_in_use >= FLUSH_BYTES || t->d_in_use <= -FLUSH_BYTES) {
+		count_out(t->d_in_use);
+		t->d_in_use = 0;
+	}
+}
+
+/* Adds what t has counted to the global counts: all of it, or the calls once
+ * there are FLUSH_CALLS of them. */
+static void flush_counts(struct tcache *t, bool all)
+{
+	if (all || t->d_mallocs + t->d_frees >= FLUSH_CALLS) {
+		atomic_fetch_add_explicit(&g_mallocs, t->d_mallocs, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g_frees, t->d_frees, memory_order_relaxed);
+		t->d_mallocs = t->d_frees = 0;
+	}
+	if (all && t->d_in_use) {
+		count_out(t->d_in_use);
+		t->d_in_use = 0;
+	}
 }
 
 static void tc_drain(struct tcache *t, unsigned cls, unsigned keep)
@@ -415,8 +445,8 @@ static void tc_drain(struct tcache *t, unsigned cls, unsigned keep)
 		t->count[cls]--;
 	}
 	if (give)
-		central_put(cls, give);
-	flush_counts(t);
+		central_put(cls, give, t);
+	flush_counts(t, false);
 }
 
 static void thread_exit(void *arg)
@@ -424,7 +454,7 @@ static void thread_exit(void *arg)
 	struct tcache *t = arg;
 	for (unsigned c = 0; c < NCLASS; c++)
 		tc_drain(t, c, 0);
-	flush_counts(t);
+	flush_counts(t, true);
 	t->state = TC_DEAD;
 	owner_release(t->owner);
 	t->owner = 0;
@@ -454,11 +484,12 @@ static __attribute__((noinline)) void *small_refill(unsigned cls)
 	if (n == 0)
 		return NULL;
 	void *o = list;
+	count_by(t, (int64_t)(n * class_size(cls)));
 	if (t) {
 		t->head[cls] = *(void **)o;
 		t->count[cls] = n - 1;
 		t->d_mallocs++;
-		flush_counts(t);
+		flush_counts(t, false);
 	} else {
 		atomic_fetch_add_explicit(&g_mallocs, 1, memory_order_relaxed);
 	}
@@ -490,7 +521,7 @@ static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 	struct tcache *t = tc_get();
 	if (!t) {
 		*(void **)p = NULL;
-		central_put(cls, p);
+		central_put(cls, p, NULL);
 		atomic_fetch_add_explicit(&g_frees, 1, memory_order_relaxed);
 		return;
 	}
@@ -801,7 +832,8 @@ static void fork_child(void)
 void rt_stats_get(struct rt_stats *out)
 {
 	memset(out, 0, sizeof *out);
-	flush_counts(&tc);
+	if (tc.state == TC_LIVE)
+		flush_counts(&tc, true);
 	int64_t in_use = atomic_load(&g_in_use);
 	out->in_use = in_use > 0 ? (uint64_t)in_use : 0;
 	out->peak_in_use = atomic_load(&g_peak);
