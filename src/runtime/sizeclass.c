@@ -1,7 +1,9 @@
 /* sizeclass.c - the small size classes: 16-byte steps to 512, sixteen classes from 512
- * to 1 KiB, then 32 per doubling to 64 KiB (at most 3% rounding, 1% on average: dense
- * enough to use no more memory than glibc's chunks with their headers); spans sized so
- * that little is left over. */
+ * to 1 KiB, then 32 per doubling to 8 KiB (at most 3% rounding, 1% on average: dense
+ * enough to use no more memory than glibc's chunks with their headers), and 8 per
+ * doubling to 64 KiB (at most 12.5%: a class's span holds at least 8 objects, and
+ * 32 classes per doubling left most of those spans mostly empty); spans sized so that
+ * little is left over. */
 #include "heap.h"
 
 /* The tables heap.h's inline lookups read (set once, before the first malloc). */
@@ -44,7 +46,7 @@ void classes_init(void)
 		class_npages[c] = (unsigned char)best;
 		class_recips[c] = (uint32_t)(((1ull << 32) + s - 1) / s);
 		class_limits[c] = (uint32_t)(best * PAGE_SIZE / s * s);
-		/* A thread holds at most two batches of a class: 16 KiB of slack, or four
+		/* A thread holds at most two batches of a class: 16 KiB of slack, or two
 		 * objects of the classes above 4 KiB. */
 		size_t b = 8192 / s;
 		class_batches[c] = (unsigned char)(b < 1 ? 1 : b > 32 ? 32 : b);
