@@ -3,7 +3,9 @@
  * units given back whole, dense packing, calloc, double free, threads and fork. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,7 +397,16 @@ static void test_exited_threads_spans_adopted(void)
 /* More threads at once than there are slots (256): the threads without one share
  * the orphans, while the others adopt and leave spans; every byte stays right. */
 #define MANY_THREADS 300
-static pthread_barrier_t many_bar;
+static _Atomic int many_arrived, many_target = MANY_THREADS;
+
+/* Waits until every thread started has come here for the round'th time (the
+ * number started is known only once they all are: a barrier could wait forever). */
+static void many_wait(int round)
+{
+	atomic_fetch_add(&many_arrived, 1);
+	while (atomic_load(&many_arrived) < atomic_load(&many_target) * (round + 1))
+		sched_yield();
+}
 
 static void *many_thread(void *arg)
 {
@@ -412,7 +423,7 @@ static void *many_thread(void *arg)
 			}
 			memset(keep[i], (int)(me + i), n);
 		}
-		pthread_barrier_wait(&many_bar); /* all alive at once */
+		many_wait(round); /* all alive at once */
 		for (int i = 0; i < 64; i++) {
 			size_t n = 16 + (size_t)((me * 131 + i * 977) % 3000);
 			if (keep[i] && (keep[i][0] != (unsigned char)(me + i) ||
@@ -432,9 +443,9 @@ static void test_more_threads_than_slots(void)
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 << 10);
-	pthread_barrier_init(&many_bar, NULL, MANY_THREADS);
 	for (long i = 0; i < MANY_THREADS; i++)
-		started += pthread_create(&t[i], &attr, many_thread, (void *)i) == 0;
+		started += pthread_create(&t[started], &attr, many_thread, (void *)i) == 0;
+	atomic_store(&many_target, started);
 	CHECK_EQ(started, MANY_THREADS);
 	for (int i = 0; i < started; i++) {
 		void *r;
@@ -442,7 +453,6 @@ static void test_more_threads_than_slots(void)
 		bad += *(long *)r;
 		free(r);
 	}
-	pthread_barrier_destroy(&many_bar);
 	pthread_attr_destroy(&attr);
 	CHECK_EQ(bad, 0);
 }
