@@ -457,6 +457,79 @@ static void test_more_threads_than_slots(void)
 	CHECK_EQ(bad, 0);
 }
 
+/* Threads come and go while others free what they made: blocks pass through shared
+ * slots, so frees land on spans whose owner is alive, leaving or gone, and spans
+ * are orphaned and adopted all the while; every block keeps its bytes. */
+#define SWAP_SLOTS 2048
+#define SWAP_THREADS 24
+static unsigned char *_Atomic swap_slot[SWAP_SLOTS];
+
+static size_t swap_size(uint64_t tag)
+{
+	return 16 + (size_t)(tag % 3000);
+}
+
+static bool swap_ok(const unsigned char *p, uint64_t tag)
+{
+	size_t n = swap_size(tag);
+	uint64_t t;
+	memcpy(&t, p, sizeof t);
+	return t == tag && p[n - 1] == (unsigned char)tag;
+}
+
+static void *swap_thread(void *arg)
+{
+	long *bad = arg;
+	uint64_t x = (uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ull | 1;
+	for (int i = 0; i < 20000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint64_t tag = x;
+		size_t n = swap_size(tag);
+		unsigned char *p = rt_malloc(n);
+		if (!p) {
+			(*bad)++;
+			continue;
+		}
+		memset(p, (unsigned char)tag, n);
+		memcpy(p, &tag, sizeof tag);
+		unsigned char *old = atomic_exchange(&swap_slot[(x >> 40) % SWAP_SLOTS], p);
+		if (old) {
+			uint64_t t;
+			memcpy(&t, old, sizeof t);
+			*bad += !swap_ok(old, t);
+			rt_free(old);
+		}
+	}
+	return NULL;
+}
+
+static void test_threads_come_and_go(void)
+{
+	pthread_t t[SWAP_THREADS];
+	static long bad[SWAP_THREADS];
+	/* Four at a time, each next one started before the oldest is joined. */
+	for (int i = 0; i < SWAP_THREADS; i++) {
+		CHECK_EQ(pthread_create(&t[i], NULL, swap_thread, &bad[i]), 0);
+		if (i >= 3)
+			pthread_join(t[i - 3], NULL);
+	}
+	for (int i = SWAP_THREADS - 3; i < SWAP_THREADS; i++)
+		pthread_join(t[i], NULL);
+	long total = 0;
+	for (int i = 0; i < SWAP_THREADS; i++)
+		total += bad[i];
+	for (int i = 0; i < SWAP_SLOTS; i++) {
+		unsigned char *p = atomic_exchange(&swap_slot[i], NULL);
+		if (p) {
+			uint64_t tag;
+			memcpy(&tag, p, sizeof tag);
+			total += !swap_ok(p, tag);
+			rt_free(p);
+		}
+	}
+	CHECK_EQ(total, 0);
+}
+
 /* In a forked child, the spans of the parent's other threads are the child's to use. */
 static void *fork_owner(void *arg)
 {
@@ -592,6 +665,7 @@ int main(void)
 	RUN(test_exited_threads_spans_adopted);
 	RUN(test_fork_child_adopts_spans);
 	RUN(test_more_threads_than_slots);
+	RUN(test_threads_come_and_go);
 	RUN(test_cross_thread_free);
 	RUN(test_fork_while_allocating);
 	return CHECK_DONE();
