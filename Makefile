@@ -185,6 +185,7 @@ bench: all kernels $(B)/tests/preload/gups_malloc
 	@mkdir -p $(B)/bench
 	set -o pipefail; $(CLI) bench --quick --setup-pools --json $(B)/bench/report.json \
 		--csv $(B)/bench/report.csv --svg $(B)/bench/report.svg | tee $(B)/bench/report.txt
+	set -o pipefail; bash bench/compare.sh $(B) --quick | tee $(B)/bench/malloc.txt
 
 install: all kernels
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) \

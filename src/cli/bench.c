@@ -46,8 +46,8 @@ void usage_bench(void)
 	      "  --backing B,...    4k, auto, thp, 2m, 1g (default: all five, thp left out with\n"
 	      "                     --quick; 4k is always run, it is the baseline)\n"
 	      "  --repeat N         rounds (default 5, 3 with --quick; at most 50)\n"
-	      "  --quick            fewer sizes and rounds, and without trans2 and transw unless\n"
-	      "                     named: a few minutes in all\n"
+	      "  --quick            fewer sizes and rounds, and without trans2, transw and\n"
+	      "                     malloc unless named: a few minutes in all\n"
 	      "  --peers            also glibc's malloc.hugetlb=1 and =2, mimalloc and jemalloc\n"
 	      "                     with their huge page options (where installed), and the\n"
 	      "                     ideal: each kernel built with its arrays from strict\n"
@@ -100,7 +100,8 @@ static const struct kernel_spec kernel_specs[] = {
 	{ "tlbreach", "8M 64M 512M 1G 2G 4G", "64M 1G", NULL, EST_BYTES, 1 },
 	{ "stream", "256M", "256M", NULL, EST_BYTES, 3 },
 	{ "fault", "4G", "1G", NULL, EST_BYTES, 1 },
-	{ "malloc", "1 2", "1 2", NULL, EST_POINTS, 0, true },
+	/* Not in --quick: make bench puts mallocs side by side with bench/compare.sh. */
+	{ "malloc", "1 2", NULL, NULL, EST_POINTS, 0, true },
 #ifdef __x86_64__
 	/* Bytes of text in use: within the L2 instruction TLB's reach on 4 KiB pages (here
 	 * 512 entries, 2 MiB), and 8 times past it, where 2 MiB pages need only 8 entries. */
