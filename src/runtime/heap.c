@@ -141,22 +141,25 @@ static struct span *new_small_span(unsigned cls)
 	struct span *s = pages_alloc_run(class_pages(cls), 1, SPAN_SMALL);
 	if (!s)
 		return NULL;
-	size_t size = class_size(cls);
 	s->cls = (uint8_t)cls;
-	s->nobj = (uint32_t)((s->npages << PAGE_SHIFT) / size);
 	s->bump = s->start;
-	s->end = s->start + s->nobj * size;
+	s->end = s->start + class_limits[cls];
 	s->freelist = NULL;
 	s->used = 0;
 	span_mark(s, (uint16_t)((cls + 1) << 8));
 	return s;
 }
 
-/* Gives an empty small span back to the page heap: no free may find it any more. */
-static void small_span_free(struct span *s)
+/* Gives empty small spans, linked through next, back to the page heap: no free may
+ * find them any more. */
+static void small_spans_free(struct span *list)
 {
-	span_mark(s, 0);
-	pages_free(s);
+	while (list) {
+		struct span *s = list;
+		list = s->next;
+		span_mark(s, 0);
+		pages_free(s);
+	}
 }
 
 static unsigned owner_of(const struct span *s)
@@ -259,11 +262,7 @@ static void owner_orphan(unsigned i, bool lock)
 	}
 	if (lock)
 		pthread_mutex_unlock(&owners[i].lock);
-	while (empty) {
-		struct span *s = empty;
-		empty = s->next;
-		small_span_free(s);
-	}
+	small_spans_free(empty);
 }
 
 /* A thread leaves its slot: its spans are orphans before another thread may take
@@ -363,11 +362,7 @@ static void central_put(unsigned cls, void *list, struct tcache *t)
 	if (held)
 		pthread_mutex_unlock(held);
 	count_by(t, -n * (int64_t)class_size(cls));
-	while (empty) {
-		struct span *s = empty;
-		empty = s->next;
-		small_span_free(s);
-	}
+	small_spans_free(empty);
 }
 
 /* ---------- per-thread caches ---------- */

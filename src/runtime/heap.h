@@ -75,7 +75,7 @@ struct span {
 	/* SPAN_SMALL: objects */
 	void *freelist;
 	uintptr_t bump, end;   /* never-used objects are [bump, end) */
-	uint32_t used, nobj;
+	uint32_t used;         /* objects out of the span (in caches or the program's) */
 	struct span *prev, *next; /* its owner's (or the class's) list of spans with
 	                             free objects */
 	bool listed;
