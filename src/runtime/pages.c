@@ -1380,6 +1380,18 @@ static struct span *spans_new(size_t n)
 	return list;
 }
 
+/* A unit taken for a program's mappings, of backing b: in the heap, resident, in no
+ * bucket (its free pages are the caller's to set). */
+static void mapping_unit_start(struct unit *x, enum sp_backing b)
+{
+	x->state = U_HEAP;
+	x->mapping = 1;
+	x->backing = (uint8_t)b;
+	x->resident = 1;
+	x->bucket = NO_BUCKET;
+	x->longest = 0;
+}
+
 /* Units [at, at+n), mapped with backing b, become the program's: its np pages from
  * the first one, a span per unit taken from *list; the rest of the last unit is free
  * and stays unused. Under plock. */
@@ -1393,12 +1405,7 @@ static void mapping_units_set(size_t at, size_t n, size_t np, enum sp_backing b,
 		if (used > PAGES_PER_UNIT)
 			used = PAGES_PER_UNIT;
 		*list = s->next;
-		x->state = U_HEAP;
-		x->mapping = 1;
-		x->backing = (uint8_t)b;
-		x->resident = 1;
-		x->bucket = NO_BUCKET;
-		x->longest = 0;
+		mapping_unit_start(x, b);
 		memset(x->free, 0, sizeof x->free);
 		bits_set(x->free, used, PAGES_PER_UNIT - used, true);
 		x->nfree = (uint16_t)(PAGES_PER_UNIT - used);
@@ -1649,12 +1656,7 @@ int pages_fixed_into(uintptr_t addr, size_t len)
 			continue;
 		enum sp_backing b = plain_backing();
 		claim_units(u, 1);
-		x->state = U_HEAP;
-		x->mapping = 1;
-		x->backing = (uint8_t)b;
-		x->resident = 1;
-		x->bucket = NO_BUCKET;
-		x->longest = 0;
+		mapping_unit_start(x, b);
 		memset(x->free, 0xff, sizeof x->free);
 		x->nfree = PAGES_PER_UNIT;
 		heap_units++;
