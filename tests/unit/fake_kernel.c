@@ -663,7 +663,8 @@ static int fk_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t of
 	}
 	int real = (flags & (MAP_SHARED | MAP_PRIVATE | MAP_FIXED | MAP_FIXED_NOREPLACE)) |
 		   MAP_ANONYMOUS | MAP_NORESERVE;
-	size_t extra = m.hpage && !(flags & MAP_FIXED) ? m.hpage : 0;
+	/* Aligned by over-mapping, unless the place is given (MAP_FIXED_NOREPLACE too). */
+	size_t extra = m.hpage && !(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) ? m.hpage : 0;
 	if (flags & MAP_FIXED)
 		map_untrack((uintptr_t)addr, (uintptr_t)addr + len, false);
 	char *r = mmap(addr, len + extra, prot, real, -1, 0);

@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "fake_kernel.h"
 #include "heap.h"
 
 #define MB (1ul << 20)
@@ -651,6 +653,41 @@ static void test_fork_while_allocating(void)
 	pthread_join(t, NULL);
 }
 
+/* pages_hugetlb_into when the kernel refuses the move (the fake kernel refuses every
+ * mremap; this one refused some 1 GiB moves with ENOMEM): pages go into a hole at
+ * the target directly; a mapping that landed in the hole meanwhile is left alone. */
+static void test_hugetlb_into_refused_move(void)
+{
+	const size_t M2 = 2ul << 20;
+	fk_install();
+	fk_reset();
+	fk_machine_default();
+	fk_pool(M2, 8, 8);
+	void *r;
+	CHECK_EQ(fk_os.mmap(NULL, 3 * M2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			    -1, 0, &r), 0);
+	uintptr_t at = ((uintptr_t)r + M2 - 1) & ~(M2 - 1);
+	CHECK_EQ(fk_os.munmap((void *)at, M2), 0); /* the hole a refused move leaves */
+	bool hole = true;
+	CHECK_EQ(pages_hugetlb_into(at, M2, false, &hole), 0);
+	CHECK(!hole);
+	struct fk_map_info mi;
+	CHECK(fk_map_find((void *)at, &mi) == 0 && mi.start == at && mi.hpage == M2);
+	CHECK_EQ(fk_pool_free(M2), 7); /* the page in place; the first mapping's given back */
+
+	/* Something else is at the target now: it stays, and the caller hears of it. */
+	uintptr_t at2 = at + M2;
+	void *other;
+	CHECK_EQ(fk_os.mmap((void *)at2, M2, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0, &other), 0);
+	CHECK(pages_hugetlb_into(at2, M2, false, &hole) < 0);
+	CHECK(hole);
+	CHECK(fk_map_find((void *)at2, &mi) == 0 && mi.start == at2 && mi.hpage == 0);
+	CHECK_EQ(fk_pool_free(M2), 7);
+	fk_os.munmap((void *)at, 2 * M2);
+	fk_uninstall();
+}
+
 int main(void)
 {
 	RUN(test_sizes);
@@ -660,6 +697,7 @@ int main(void)
 	RUN(test_units_given_back);
 	RUN(test_calloc_zeroes);
 	RUN(test_bad_frees_abort);
+	RUN(test_hugetlb_into_refused_move);
 	RUN(test_realloc_grows_seldom_moves);
 	RUN(test_threads_share_no_line);
 	RUN(test_exited_threads_spans_adopted);
