@@ -25,6 +25,8 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "smaps_kb.h"
+
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
 #endif
@@ -119,38 +121,6 @@ static __attribute__((noinline)) bool faults(volatile unsigned char *p, bool wri
 }
 
 /* ---------- smaps ---------- */
-
-static char smaps[8 << 20];
-
-/* The kB of field (e.g. "Private_Hugetlb:") in the mappings that overlap [lo, hi). */
-static long smaps_kb(uintptr_t lo, uintptr_t hi, const char *field)
-{
-	int fd = open("/proc/self/smaps", O_RDONLY);
-	size_t len = 0, fl = strlen(field);
-	ssize_t n;
-	long kb = 0;
-	bool in = false;
-
-	if (fd < 0)
-		return -1;
-	while (len < sizeof smaps - 1 && (n = read(fd, smaps + len, sizeof smaps - 1 - len)) > 0)
-		len += (size_t)n;
-	close(fd);
-	smaps[len] = 0;
-	for (char *line = smaps; line && *line;) {
-		char *end = strchr(line, '\n'), *e1, *e2 = NULL;
-		if (end)
-			*end = 0;
-		/* A mapping's header: "lo-hi perms offset dev inode path" */
-		uintptr_t a = strtoul(line, &e1, 16), b = *e1 == '-' ? strtoul(e1 + 1, &e2, 16) : 0;
-		if (*e1 == '-' && e1 > line && e2 > e1 + 1 && *e2 == ' ')
-			in = a < hi && b > lo;
-		else if (in && strncmp(line, field, fl) == 0)
-			kb += strtol(line + fl, NULL, 10);
-		line = end ? end + 1 : NULL;
-	}
-	return kb;
-}
 
 static void say_huge(const unsigned char *p, size_t len)
 {

@@ -25,6 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "smaps_kb.h"
+
 #define KB 1024ul
 #define MB (1024ul * KB)
 #define PAGE 4096ul
@@ -112,42 +114,6 @@ static bool faults(const volatile char *p)
 }
 
 /* ---------- smaps ---------- */
-
-static char smaps[4 << 20];
-
-/* The kB of field ("AnonHugePages:") summed over the mappings in /proc/self/smaps
- * that overlap [lo, hi); or, with field NULL, the KernelPageSize of the one that
- * holds lo. */
-static long smaps_kb(uintptr_t lo, uintptr_t hi, const char *field)
-{
-	int fd = open("/proc/self/smaps", O_RDONLY);
-	size_t len = 0;
-	ssize_t n;
-	long kb = 0;
-	bool in = false;
-
-	if (fd < 0)
-		return -1;
-	while (len < sizeof smaps - 1 && (n = read(fd, smaps + len, sizeof smaps - 1 - len)) > 0)
-		len += (size_t)n;
-	close(fd);
-	smaps[len] = 0;
-	for (char *line = smaps; line && *line;) {
-		char *end = strchr(line, '\n'), *e1, *e2 = NULL;
-		if (end)
-			*end = 0;
-		/* A mapping's header: "lo-hi perms offset dev inode path" */
-		uintptr_t a = strtoul(line, &e1, 16), b = *e1 == '-' ? strtoul(e1 + 1, &e2, 16) : 0;
-		if (*e1 == '-' && e1 > line && e2 > e1 + 1 && *e2 == ' ')
-			in = a < hi && b > lo;
-		else if (in && field && strncmp(line, field, strlen(field)) == 0)
-			kb += strtol(line + strlen(field), NULL, 10);
-		else if (in && !field && strncmp(line, "KernelPageSize:", 15) == 0)
-			return strtol(line + 15, NULL, 10);
-		line = end ? end + 1 : NULL;
-	}
-	return kb;
-}
 
 /* After the break went down from old to brk: the page it is in stays, every whole
  * page above it up to old is gone. Where the break is on a hugetlb page (superpage
