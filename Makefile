@@ -70,10 +70,11 @@ $(B)/obj/%.o: %.c include/superpage.h $(wildcard src/core/*.h src/cli/*.h src/ru
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # The runtime lives inside other programs: its TLS is initial-exec (it is preloaded at
-# start), and it exports nothing but the calls it interposes (src/runtime/exports.map).
+# start), and it exports nothing but the calls it interposes (src/runtime/exports.map;
+# hidden by default, so that its own globals are reached without the GOT).
 $(B)/obj/src/runtime/%.o: src/runtime/%.c include/superpage.h $(wildcard src/core/*.h src/runtime/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Isrc/runtime -ftls-model=initial-exec -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -Isrc/runtime -ftls-model=initial-exec -fvisibility=hidden -c -o $@ $<
 
 $(RT_SO): $(RT_OBJ) $(CORE_OBJ) src/runtime/exports.map
 	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=src/runtime/exports.map -Wl,-z,nodelete -Wl,-z,defs \

@@ -15,7 +15,6 @@ static struct sp_options options;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Atomic int ready;       /* 1: serving, -1: could not start */
 static pthread_key_t exit_key;
-static uintptr_t free_key;      /* marks objects in a free list (double free check) */
 
 const struct sp_options *rt_options(void)
 {
@@ -42,7 +41,7 @@ static void start(void)
 	uintptr_t k = 0x9e3779b97f4a7c15ull;
 	if (rnd)
 		memcpy(&k, rnd + 8, sizeof k);
-	free_key = k | 1;
+	heap_hot.free_key = k | 1;
 	if (pthread_key_create(&exit_key, thread_exit) != 0 || pages_init(&options) < 0) {
 		atomic_store(&ready, -1);
 		rt_say("cannot set up the heap (no address space or memory left: ulimit -v?): "
@@ -131,7 +130,7 @@ static void list_del(struct spanlist *l, struct span *s)
 /* Sets the page info of a span's pages (heap.h): mark | index, or 0 with mark 0. */
 static void span_mark(struct span *s, uint16_t mark)
 {
-	uint16_t *info = &heap_pageinfo[(s->start - heap_base) >> PAGE_SHIFT];
+	uint16_t *info = &heap_hot.pageinfo[(s->start - heap_hot.base) >> PAGE_SHIFT];
 	for (size_t i = 0; i < s->npages; i++)
 		__atomic_store_n(&info[i], (uint16_t)(mark ? mark | i : 0), __ATOMIC_RELEASE);
 }
@@ -143,7 +142,7 @@ static struct span *new_small_span(unsigned cls)
 		return NULL;
 	s->cls = (uint8_t)cls;
 	s->bump = s->start;
-	s->end = s->start + class_limits[cls];
+	s->end = s->start + class_info[cls].limit;
 	s->freelist = NULL;
 	s->used = 0;
 	span_mark(s, (uint16_t)((cls + 1) << 8));
@@ -530,23 +529,21 @@ static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 /* The info (heap.h) of the page of a, 0 if a is not on a page of a small span. */
 static inline unsigned page_info(uintptr_t a)
 {
-	uintptr_t top = __atomic_load_n(&heap_top, __ATOMIC_RELAXED);
-	if (__builtin_expect(a - heap_base >= top - heap_base, 0))
+	size_t pg = (a - heap_hot.base) >> PAGE_SHIFT;
+	if (__builtin_expect(pg >= __atomic_load_n(&heap_hot.top_pages, __ATOMIC_RELAXED), 0))
 		return 0;
-	return __atomic_load_n(&heap_pageinfo[(a - heap_base) >> PAGE_SHIFT], __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&heap_hot.pageinfo[pg], __ATOMIC_ACQUIRE);
 }
 
 /* Aborts unless p, on a page of the given info, is a small object that is not free:
- * its class and place checked from the class's tables, the span not touched. */
+ * its class and place checked from the class's table, the span not touched. */
 static inline void small_check(unsigned info, void *p, const char *fn)
 {
-	unsigned cls = (info >> 8) - 1;
+	const struct class_info *ci = &class_info[(info >> 8) - 1];
 	uint32_t off = (info & 0xff) << PAGE_SHIFT | ((uintptr_t)p & (PAGE_SIZE - 1));
-	if (__builtin_expect((uint32_t)(((uint64_t)off * class_recips[cls]) >> 32) *
-					     (uint32_t)class_size(cls) != off ||
-			     off >= class_limits[cls], 0))
+	if (__builtin_expect(off * ci->divisor > ci->divisor - 1 || off >= ci->limit, 0))
 		rt_abort("%s(): invalid pointer %p (inside a block)", fn, p);
-	if (__builtin_expect(((uintptr_t *)p)[1] == free_key, 0))
+	if (__builtin_expect(((uintptr_t *)p)[1] == heap_hot.free_key, 0))
 		rt_abort("%s(): %s of %p", fn, fn[0] == 'f' ? "double free" : "a freed block", p);
 }
 
@@ -555,7 +552,7 @@ static inline void small_free(unsigned info, void *p)
 {
 	unsigned cls = (info >> 8) - 1;
 	small_check(info, p, "free");
-	((uintptr_t *)p)[1] = free_key;
+	((uintptr_t *)p)[1] = heap_hot.free_key;
 	if (__builtin_expect(tc.state == TC_LIVE && tc.count[cls] < 2u * class_batch(cls), 1)) {
 		*(void **)p = tc.head[cls];
 		tc.head[cls] = p;
@@ -612,13 +609,12 @@ static __attribute__((noinline)) void *malloc_slow(size_t size)
 }
 
 /* The common case inline, in a dozen instructions: a small object from this
- * thread's cache. Anything else (an empty cache, a big block, the first call)
- * goes the long way. */
+ * thread's cache (which has none before the heap is ready; size 0 is class 0's).
+ * Anything else (an empty cache, a big block, the first call) goes the long way. */
 void *rt_malloc(size_t size)
 {
-	if (__builtin_expect(size <= SMALL_MAX, 1) &&
-	    __builtin_expect(atomic_load_explicit(&ready, memory_order_acquire) == 1, 1)) {
-		void *o = tc_pop(class_of(size ? size : 1));
+	if (__builtin_expect(size <= SMALL_MAX, 1)) {
+		void *o = tc_pop(class_of(size));
 		if (__builtin_expect(o != NULL, 1))
 			return o;
 	}

@@ -33,14 +33,18 @@
 #define MEDIUM_MAX (1ul << 20)     /* larger requests get whole units */
 #define MIN_ALIGN 16ul
 #define CLASS_FINE_MAX 1024
-extern size_t class_sizes[NCLASS];
+/* What free checks a pointer with, per class: its size, the bytes of a span's
+ * objects (count * size), and ~0 / size + 1, with which an offset off < 2^32 in a
+ * span is a multiple of size iff off * divisor <= divisor - 1 (mod 2^64: Lemire,
+ * Kaser and Kurz, "Faster remainder by direct computation", 2019). */
+struct class_info {
+	uint64_t divisor;
+	uint32_t size;
+	uint32_t limit;
+};
+extern struct class_info class_info[NCLASS];
 extern unsigned char class_npages[NCLASS];
 extern unsigned char class_batches[NCLASS];
-/* ceil(2^32 / size): an offset off in a span is a multiple of size iff
- * ((off * recip) >> 32) * size == off (checked for every class, for every offset
- * in its spans). */
-extern uint32_t class_recips[NCLASS];
-extern uint32_t class_limits[NCLASS];  /* bytes of a span's objects: count * size */
 extern unsigned char class_by_32[(SMALL_MAX >> 5) + 1];
 extern unsigned char class_by_16[(CLASS_FINE_MAX >> 4) + 1];
 void classes_init(void);
@@ -53,7 +57,7 @@ static inline unsigned class_of(size_t size)
 		return class_by_16[(size + 15) >> 4];
 	return class_by_32[(size + 31) >> 5];
 }
-static inline size_t class_size(unsigned c) { return class_sizes[c]; }
+static inline size_t class_size(unsigned c) { return class_info[c].size; }
 /* Pages in one span of the class. */
 static inline unsigned class_pages(unsigned c) { return class_npages[c]; }
 /* Objects moved at once between a thread's cache and the central list. */
@@ -160,19 +164,26 @@ bool pages_copy_in(uintptr_t at, size_t len, const void *src);
 int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole);
 /* The range [lo, hi) the heap reserves: everything in it is the heap's. */
 void pages_range(uintptr_t *lo, uintptr_t *hi);
-/* The range, for lookups on the free path without a call: set once at start. */
-extern uintptr_t heap_base, heap_end;
-extern uintptr_t heap_top;                 /* end of the writable part (grows) */
+/* What every free reads, on one line: the range's start, how many of its pages are
+ * writable (grows with heap_top), the page info (per page of the range: for a page
+ * of a SPAN_SMALL span, (1 + class) << 8 | the page's index in its span; 0
+ * otherwise; set and cleared by heap.c, read by free without touching the span),
+ * and the key that marks a free object (heap.c). */
+struct heap_hot {
+	uintptr_t base;
+	size_t top_pages;
+	uint16_t *pageinfo;
+	uintptr_t free_key;
+} __attribute__((aligned(64)));
+extern struct heap_hot heap_hot;
+/* The range's end, and the end of its writable part (grows). */
+extern uintptr_t heap_end, heap_top;
 extern _Atomic(struct span *) *heap_pagemap;
-/* Per page of the range: for a page of a SPAN_SMALL span, (1 + class) << 8 | the
- * page's index in its span; 0 otherwise. Set and cleared by heap.c, read by free
- * without touching the span. */
-extern uint16_t *heap_pageinfo;
 
-/* The span on the page of a (which must be in [heap_base, heap_top)). */
+/* The span on the page of a (which must be in [heap_hot.base, heap_top)). */
 static inline struct span *span_at(uintptr_t a)
 {
-	return __atomic_load_n((struct span **)&heap_pagemap[(a - heap_base) >> PAGE_SHIFT],
+	return __atomic_load_n((struct span **)&heap_pagemap[(a - heap_hot.base) >> PAGE_SHIFT],
 			       __ATOMIC_ACQUIRE);
 }
 

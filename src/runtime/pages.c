@@ -35,9 +35,9 @@ struct unit {
 static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t base;
 static size_t max_units, frontier;
-uintptr_t heap_base, heap_end, heap_top;
+struct heap_hot heap_hot;
+uintptr_t heap_end, heap_top;
 _Atomic(struct span *) *heap_pagemap;
-uint16_t *heap_pageinfo;
 static struct unit *units;
 static uint64_t *freebits;                /* 1 = unit FREE and below the frontier */
 static _Atomic(struct span *) *pagemap;
@@ -355,8 +355,8 @@ static int grow(size_t need_units)
 			    PROT_READ | PROT_WRITE);
 	if (r < 0)
 		return r;
-	uintptr_t i0 = (uintptr_t)(heap_pageinfo + frontier * PAGES_PER_UNIT) & ~(PAGE_SIZE - 1);
-	uintptr_t i1 = (uintptr_t)(heap_pageinfo + want * PAGES_PER_UNIT);
+	uintptr_t i0 = (uintptr_t)(heap_hot.pageinfo + frontier * PAGES_PER_UNIT) & ~(PAGE_SIZE - 1);
+	uintptr_t i1 = (uintptr_t)(heap_hot.pageinfo + want * PAGES_PER_UNIT);
 	r = sp_os->mprotect((void *)i0, ((i1 + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)) - i0,
 			    PROT_READ | PROT_WRITE);
 	if (r < 0)
@@ -368,6 +368,7 @@ static int grow(size_t need_units)
 	}
 	bits_set(freebits, frontier, add, true);
 	__atomic_store_n(&frontier, want, __ATOMIC_RELEASE);
+	__atomic_store_n(&heap_hot.top_pages, want * PAGES_PER_UNIT, __ATOMIC_RELEASE);
 	__atomic_store_n(&heap_top, unit_addr(want), __ATOMIC_RELEASE);
 	return 0;
 }
@@ -412,15 +413,15 @@ int pages_init(const struct sp_options *o)
 		return -ENOMEM;
 	units = m;
 	freebits = (uint64_t *)(void *)((char *)m + max_units * sizeof(struct unit));
-	size_t info = (max_units * PAGES_PER_UNIT * sizeof *heap_pageinfo + PAGE_SIZE - 1) &
+	size_t info = (max_units * PAGES_PER_UNIT * sizeof *heap_hot.pageinfo + PAGE_SIZE - 1) &
 		      ~(PAGE_SIZE - 1);
 	if (sp_os->mmap(NULL, max_units * PAGE_SIZE + info, PROT_NONE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
 		return -ENOMEM;
 	pagemap = m;
 	heap_pagemap = m;
-	heap_pageinfo = (uint16_t *)(void *)((char *)m + max_units * PAGE_SIZE);
-	heap_base = base;
+	heap_hot.pageinfo = (uint16_t *)(void *)((char *)m + max_units * PAGE_SIZE);
+	heap_hot.base = base;
 	heap_end = base + (max_units << UNIT_SHIFT);
 	heap_top = base;
 	for (int b = 0; b < NBUCKET; b++)
@@ -490,7 +491,7 @@ void pages_map_all(struct span *s)
 struct span *pages_lookup(const void *addr, bool *in_range)
 {
 	uintptr_t a = (uintptr_t)addr;
-	*in_range = a - heap_base < heap_end - heap_base;
+	*in_range = a - heap_hot.base < heap_end - heap_hot.base;
 	if (!*in_range || a >= __atomic_load_n(&heap_top, __ATOMIC_ACQUIRE))
 		return NULL;
 	return span_at(a);

@@ -7,16 +7,15 @@
 #include "heap.h"
 
 /* The tables heap.h's inline lookups read (set once, before the first malloc). */
-size_t class_sizes[NCLASS];
+struct class_info class_info[NCLASS];
 unsigned char class_npages[NCLASS];
 unsigned char class_batches[NCLASS];
-uint32_t class_recips[NCLASS];
-uint32_t class_limits[NCLASS];
 unsigned char class_by_32[(SMALL_MAX >> 5) + 1];
 unsigned char class_by_16[(CLASS_FINE_MAX >> 4) + 1];
 
 void classes_init(void)
 {
+	size_t class_sizes[NCLASS];
 	unsigned n = 0;
 	for (size_t s = 16; s <= 512; s += 16)
 		class_sizes[n++] = s;
@@ -44,24 +43,26 @@ void classes_init(void)
 				best = k;
 		}
 		class_npages[c] = (unsigned char)best;
-		class_recips[c] = (uint32_t)(((1ull << 32) + s - 1) / s);
-		class_limits[c] = (uint32_t)(best * PAGE_SIZE / s * s);
-		/* A thread holds at most two batches of a class: 16 KiB of slack, or two
-		 * objects of the classes above 4 KiB. */
-		size_t b = 8192 / s;
-		class_batches[c] = (unsigned char)(b < 1 ? 1 : b > 32 ? 32 : b);
+		class_info[c].size = (uint32_t)s;
+		class_info[c].divisor = UINT64_MAX / s + 1;
+		class_info[c].limit = (uint32_t)(best * PAGE_SIZE / s * s);
+		/* A thread holds at most two batches of a class: 64 KiB of slack, or four
+		 * objects of the classes above 16 KiB (batches of one object cost a lock
+		 * taken and let go for one in every two mallocs and frees of the class). */
+		size_t b = 32768 / s;
+		class_batches[c] = (unsigned char)(b < 2 ? 2 : b > 32 ? 32 : b);
 	}
 	unsigned c = 0;
 	for (size_t i = 0; i <= CLASS_FINE_MAX >> 4; i++) {
 		size_t s = i << 4;
-		while (class_sizes[c] < s)
+		while (class_info[c].size < s)
 			c++;
 		class_by_16[i] = (unsigned char)c;
 	}
 	c = 0;
 	for (size_t i = 0; i <= SMALL_MAX >> 5; i++) {
 		size_t s = i << 5;
-		while (class_sizes[c] < s)
+		while (class_info[c].size < s)
 			c++;
 		class_by_32[i] = (unsigned char)c;
 	}

@@ -64,6 +64,29 @@ static void test_sizes(void)
 	rt_free(NULL);
 }
 
+/* Every size up to SMALL_MAX gets the smallest class that holds it (size 0: class
+ * 0), classes are multiples of 16; and free's check of an offset in a span, with
+ * one multiply, agrees with off % size == 0 for every offset of every class's span. */
+static void test_size_classes(void)
+{
+	CHECK(rt_init());
+	int bad_class = 0, bad_check = 0;
+	for (size_t n = 0; n <= SMALL_MAX; n++) {
+		unsigned c = class_of(n);
+		if (c >= NCLASS || class_size(c) < n || (c > 0 && class_size(c - 1) >= n))
+			bad_class++;
+	}
+	for (unsigned c = 0; c < NCLASS; c++) {
+		const struct class_info *ci = &class_info[c];
+		if (ci->size % 16 || ci->limit % ci->size || ci->limit > class_pages(c) * PAGE_SIZE)
+			bad_class++;
+		for (uint32_t off = 0; off < class_pages(c) * PAGE_SIZE; off++)
+			bad_check += (off * ci->divisor <= ci->divisor - 1) != (off % ci->size == 0);
+	}
+	CHECK_EQ(bad_class, 0);
+	CHECK_EQ(bad_check, 0);
+}
+
 static void test_errno_kept(void)
 {
 	errno = 4242;
@@ -691,6 +714,7 @@ static void test_hugetlb_into_refused_move(void)
 int main(void)
 {
 	RUN(test_sizes);
+	RUN(test_size_classes);
 	RUN(test_errno_kept);
 	RUN(test_alignment);
 	RUN(test_realloc_large);
