@@ -46,10 +46,10 @@ void classes_init(void)
 		class_info[c].size = (uint32_t)s;
 		class_info[c].divisor = UINT64_MAX / s + 1;
 		class_info[c].limit = (uint32_t)(best * PAGE_SIZE / s * s);
-		/* A thread holds at most two batches of a class: 64 KiB of slack, or four
-		 * objects of the classes above 16 KiB (batches of one object cost a lock
+		/* A thread holds at most two batches of a class: 16 KiB of slack, or four
+		 * objects of the classes above 4 KiB (batches of one object cost a lock
 		 * taken and let go for one in every two mallocs and frees of the class). */
-		size_t b = 32768 / s;
+		size_t b = 8192 / s;
 		class_batches[c] = (unsigned char)(b < 2 ? 2 : b > 32 ? 32 : b);
 	}
 	unsigned c = 0;
