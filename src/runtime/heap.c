@@ -369,7 +369,10 @@ static void central_put(unsigned cls, void *list, struct tcache *t)
 enum { TC_NEW = 0, TC_LIVE, TC_DEAD };
 struct tcache {
 	void *head[NCLASS];
-	uint32_t count[NCLASS];
+	/* How many more objects each list may take before it is drained: two batches
+	 * less what it holds; 0 in a cache that is not live, whose frees all go the
+	 * long way. */
+	uint32_t room[NCLASS];
 	int state;
 	unsigned owner;              /* its slot (1 + index), 0 for none */
 	/* Not yet added to the global counts: added when they reach FLUSH_BYTES or
@@ -428,16 +431,18 @@ static void flush_counts(struct tcache *t, bool all)
 	}
 }
 
-static void tc_drain(struct tcache *t, unsigned cls, unsigned keep)
+/* Gives the objects of the class's list, which holds held, back to their spans
+ * until it holds keep. */
+static void tc_drain(struct tcache *t, unsigned cls, unsigned held, unsigned keep)
 {
 	void *give = NULL;
-	while (t->count[cls] > keep) {
+	for (; held > keep; held--) {
 		void *o = t->head[cls];
 		t->head[cls] = *(void **)o;
 		*(void **)o = give;
 		give = o;
-		t->count[cls]--;
 	}
+	t->room[cls] = 2u * class_batch(cls) - held;
 	if (give)
 		central_put(cls, give, t);
 	flush_counts(t, false);
@@ -447,7 +452,8 @@ static void thread_exit(void *arg)
 {
 	struct tcache *t = arg;
 	for (unsigned c = 0; c < NCLASS; c++)
-		tc_drain(t, c, 0);
+		tc_drain(t, c, 2u * class_batch(c) - t->room[c], 0);
+	memset(t->room, 0, sizeof t->room);
 	flush_counts(t, true);
 	t->state = TC_DEAD;
 	owner_release(t->owner);
@@ -462,6 +468,8 @@ static inline struct tcache *tc_get(void)
 	if (tc.state == TC_DEAD)
 		return NULL;
 	tc.state = TC_LIVE;
+	for (unsigned c = 0; c < NCLASS; c++)
+		tc.room[c] = 2u * class_batch(c);
 	tc.owner = owner_claim();
 	pthread_setspecific(exit_key, &tc);
 	return &tc;
@@ -481,7 +489,7 @@ static __attribute__((noinline)) void *small_refill(unsigned cls)
 	count_by(t, (int64_t)(n * class_size(cls)));
 	if (t) {
 		t->head[cls] = *(void **)o;
-		t->count[cls] = n - 1;
+		t->room[cls] = 2u * class_batch(cls) - (n - 1);
 		t->d_mallocs++;
 		flush_counts(t, false);
 	} else {
@@ -497,7 +505,7 @@ static inline void *tc_pop(unsigned cls)
 	void *o = tc.head[cls];
 	if (__builtin_expect(o != NULL, 1)) {
 		tc.head[cls] = *(void **)o;
-		tc.count[cls]--;
+		tc.room[cls]++;
 		tc.d_mallocs++;
 		((uintptr_t *)o)[1] = 0;
 	}
@@ -521,9 +529,12 @@ static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 	}
 	*(void **)p = t->head[cls];
 	t->head[cls] = p;
-	t->count[cls]++;
 	t->d_frees++;
-	tc_drain(t, cls, class_batch(cls));
+	if (t->room[cls]) { /* the first free of a thread */
+		t->room[cls]--;
+		return;
+	}
+	tc_drain(t, cls, 2u * class_batch(cls) + 1, class_batch(cls));
 }
 
 /* The info (heap.h) of the page of a, 0 if a is not on a page of a small span. */
@@ -553,10 +564,10 @@ static inline void small_free(unsigned info, void *p)
 	unsigned cls = (info >> 8) - 1;
 	small_check(info, p, "free");
 	((uintptr_t *)p)[1] = heap_hot.free_key;
-	if (__builtin_expect(tc.state == TC_LIVE && tc.count[cls] < 2u * class_batch(cls), 1)) {
+	if (__builtin_expect(tc.room[cls] != 0, 1)) {
 		*(void **)p = tc.head[cls];
 		tc.head[cls] = p;
-		tc.count[cls]++;
+		tc.room[cls]--;
 		tc.d_frees++;
 		return;
 	}

@@ -10,6 +10,9 @@
 
 #include "runtime.h"
 
+/* Everything here is the runtime's own: reached without the GOT. */
+#pragma GCC visibility push(hidden)
+
 #ifndef MREMAP_MAYMOVE
 #define MREMAP_MAYMOVE 1
 #endif
@@ -218,5 +221,6 @@ size_t rt_usable_size(const void *p);
 /* Ready to serve: options read, range reserved. Idempotent, thread-safe. */
 bool rt_init(void);
 
+#pragma GCC visibility pop
 
 #endif
