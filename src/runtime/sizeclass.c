@@ -46,11 +46,13 @@ void classes_init(void)
 		class_info[c].size = (uint32_t)s;
 		class_info[c].divisor = UINT64_MAX / s + 1;
 		class_info[c].limit = (uint32_t)(best * PAGE_SIZE / s * s);
-		/* A thread holds at most two batches of a class: 16 KiB of slack, or four
-		 * objects of the classes above 4 KiB (batches of one object cost a lock
-		 * taken and let go for one in every two mallocs and frees of the class). */
+		/* A batch is 8 KiB of objects, 2 to 128 of them; a thread holds at most two
+		 * batches of a class: 16 KiB of slack, or four objects of the classes above
+		 * 4 KiB (batches of one object cost a lock taken and let go for one in every
+		 * two mallocs and frees of the class). The more objects a batch has, the
+		 * fewer times a thread's cache of a class fills or empties. */
 		size_t b = 8192 / s;
-		class_batches[c] = (unsigned char)(b < 2 ? 2 : b > 32 ? 32 : b);
+		class_batches[c] = (unsigned char)(b < 2 ? 2 : b > 128 ? 128 : b);
 	}
 	unsigned c = 0;
 	for (size_t i = 0; i <= CLASS_FINE_MAX >> 4; i++) {
