@@ -368,10 +368,15 @@ static void central_put(unsigned cls, void *list, struct tcache *t)
 
 enum { TC_NEW = 0, TC_LIVE, TC_DEAD };
 struct tcache {
+	/* Per class, the objects malloc takes first (the last freed), at most a batch,
+	 * and a spare batch. A free into a full list makes it the spare (the spare
+	 * before, the coldest objects, goes back to the spans); malloc from an empty
+	 * list takes the spare. So a class whose mallocs and frees balance moves whole
+	 * lists back and forth, and only a run of either reaches the spans. */
 	void *head[NCLASS];
-	/* How many more objects each list may take before it is drained: two batches
-	 * less what it holds; 0 in a cache that is not live, whose frees all go the
-	 * long way. */
+	void *spare[NCLASS];
+	/* How many more objects each head list may take: a batch less what it holds;
+	 * 0 in a cache that is not live, whose frees all go the long way. */
 	uint32_t room[NCLASS];
 	int state;
 	unsigned owner;              /* its slot (1 + index), 0 for none */
@@ -431,28 +436,16 @@ static void flush_counts(struct tcache *t, bool all)
 	}
 }
 
-/* Gives the objects of the class's list, which holds held, back to their spans
- * until it holds keep. */
-static void tc_drain(struct tcache *t, unsigned cls, unsigned held, unsigned keep)
-{
-	void *give = NULL;
-	for (; held > keep; held--) {
-		void *o = t->head[cls];
-		t->head[cls] = *(void **)o;
-		*(void **)o = give;
-		give = o;
-	}
-	t->room[cls] = 2u * class_batch(cls) - held;
-	if (give)
-		central_put(cls, give, t);
-	flush_counts(t, false);
-}
-
 static void thread_exit(void *arg)
 {
 	struct tcache *t = arg;
-	for (unsigned c = 0; c < NCLASS; c++)
-		tc_drain(t, c, 2u * class_batch(c) - t->room[c], 0);
+	for (unsigned c = 0; c < NCLASS; c++) {
+		if (t->head[c])
+			central_put(c, t->head[c], t);
+		if (t->spare[c])
+			central_put(c, t->spare[c], t);
+		t->head[c] = t->spare[c] = NULL;
+	}
 	memset(t->room, 0, sizeof t->room);
 	flush_counts(t, true);
 	t->state = TC_DEAD;
@@ -469,7 +462,7 @@ static inline struct tcache *tc_get(void)
 		return NULL;
 	tc.state = TC_LIVE;
 	for (unsigned c = 0; c < NCLASS; c++)
-		tc.room[c] = 2u * class_batch(c);
+		tc.room[c] = class_batch(c);
 	tc.owner = owner_claim();
 	pthread_setspecific(exit_key, &tc);
 	return &tc;
@@ -482,14 +475,21 @@ static __attribute__((noinline)) void *small_refill(unsigned cls)
 {
 	struct tcache *t = tc_get();
 	void *list;
-	unsigned n = central_take(t ? t->owner : 0, cls, t ? class_batch(cls) : 1, &list);
-	if (n == 0)
-		return NULL;
+	unsigned n;
+	if (t && t->spare[cls]) { /* a whole batch, in the cache already */
+		list = t->spare[cls];
+		t->spare[cls] = NULL;
+		n = class_batch(cls);
+	} else {
+		n = central_take(t ? t->owner : 0, cls, t ? class_batch(cls) : 1, &list);
+		if (n == 0)
+			return NULL;
+		count_by(t, (int64_t)(n * class_size(cls)));
+	}
 	void *o = list;
-	count_by(t, (int64_t)(n * class_size(cls)));
 	if (t) {
 		t->head[cls] = *(void **)o;
-		t->room[cls] = 2u * class_batch(cls) - (n - 1);
+		t->room[cls] = class_batch(cls) - (n - 1);
 		t->d_mallocs++;
 		flush_counts(t, false);
 	} else {
@@ -527,14 +527,22 @@ static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 		atomic_fetch_add_explicit(&g_frees, 1, memory_order_relaxed);
 		return;
 	}
-	*(void **)p = t->head[cls];
-	t->head[cls] = p;
 	t->d_frees++;
 	if (t->room[cls]) { /* the first free of a thread */
+		*(void **)p = t->head[cls];
+		t->head[cls] = p;
 		t->room[cls]--;
 		return;
 	}
-	tc_drain(t, cls, 2u * class_batch(cls) + 1, class_batch(cls));
+	/* The list is full: it becomes the spare, and the spare goes back. */
+	void *give = t->spare[cls];
+	t->spare[cls] = t->head[cls];
+	*(void **)p = NULL;
+	t->head[cls] = p;
+	t->room[cls] = class_batch(cls) - 1;
+	if (give)
+		central_put(cls, give, t);
+	flush_counts(t, false);
 }
 
 /* The info (heap.h) of the page of a, 0 if a is not on a page of a small span. */
