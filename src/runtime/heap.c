@@ -68,9 +68,10 @@ __attribute__((constructor)) static void heap_constructor(void)
 
 /* ---------- spans with free objects, by owner ---------- */
 
-/* A thread takes objects only from spans of its own, so that no cache line holds
- * objects of two threads (that false sharing cost 2 threads half their speed).
- * An object freed goes back to its span, whoever frees it, and so to the span's
+/* A thread fills its cache only from spans of its own, so that the objects it gets
+ * new share no cache line with another thread's (that false sharing cost 2 threads
+ * half their speed). An object freed joins the cache of the thread that frees it;
+ * when that cache gives it back, it goes back to its span, and so to the span's
  * owner. A thread owns spans through a slot, whose lock guards its lists (one per
  * class) of spans with free objects; so threads that free their own objects take
  * only their own lock. Spans of threads that exited, or of threads without a slot,
