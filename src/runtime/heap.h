@@ -168,7 +168,7 @@ int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole);
 /* The range [lo, hi) the heap reserves: everything in it is the heap's. */
 void pages_range(uintptr_t *lo, uintptr_t *hi);
 /* What every free reads, on one line: the range's start, how many of its pages are
- * writable (grows with heap_top), the page info (per page of the range: for a page
+ * writable (it grows), the page info (per page of the range: for a page
  * of a SPAN_SMALL span, (1 + class) << 8 | the page's index in its span; 0
  * otherwise; set and cleared by heap.c, read by free without touching the span),
  * and the key that marks a free object (heap.c). */
@@ -179,11 +179,9 @@ struct heap_hot {
 	uintptr_t free_key;
 } __attribute__((aligned(64)));
 extern struct heap_hot heap_hot;
-/* The range's end, and the end of its writable part (grows). */
-extern uintptr_t heap_end, heap_top;
 extern _Atomic(struct span *) *heap_pagemap;
 
-/* The span on the page of a (which must be in [heap_hot.base, heap_top)). */
+/* The span on the page of a (which must be one of the range's writable pages). */
 static inline struct span *span_at(uintptr_t a)
 {
 	return __atomic_load_n((struct span **)&heap_pagemap[(a - heap_hot.base) >> PAGE_SHIFT],

@@ -36,7 +36,7 @@ static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t base;
 static size_t max_units, frontier;
 struct heap_hot heap_hot;
-uintptr_t heap_end, heap_top;
+static uintptr_t heap_end;       /* the range's end */
 _Atomic(struct span *) *heap_pagemap;
 static struct unit *units;
 static uint64_t *freebits;                /* 1 = unit FREE and below the frontier */
@@ -369,7 +369,6 @@ static int grow(size_t need_units)
 	bits_set(freebits, frontier, add, true);
 	__atomic_store_n(&frontier, want, __ATOMIC_RELEASE);
 	__atomic_store_n(&heap_hot.top_pages, want * PAGES_PER_UNIT, __ATOMIC_RELEASE);
-	__atomic_store_n(&heap_top, unit_addr(want), __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -423,7 +422,6 @@ int pages_init(const struct sp_options *o)
 	heap_hot.pageinfo = (uint16_t *)(void *)((char *)m + max_units * PAGE_SIZE);
 	heap_hot.base = base;
 	heap_end = base + (max_units << UNIT_SHIFT);
-	heap_top = base;
 	for (int b = 0; b < NBUCKET; b++)
 		bucket_head[b] = NO_UNIT;
 	return 0;
@@ -492,7 +490,8 @@ struct span *pages_lookup(const void *addr, bool *in_range)
 {
 	uintptr_t a = (uintptr_t)addr;
 	*in_range = a - heap_hot.base < heap_end - heap_hot.base;
-	if (!*in_range || a >= __atomic_load_n(&heap_top, __ATOMIC_ACQUIRE))
+	if (!*in_range || ((a - heap_hot.base) >> PAGE_SHIFT) >=
+				  __atomic_load_n(&heap_hot.top_pages, __ATOMIC_ACQUIRE))
 		return NULL;
 	return span_at(a);
 }
