@@ -11,9 +11,9 @@
 # kernels (3 of 0.4 s with --quick: this machine's speed drifts from minute to minute,
 # and many short alternating rounds see less of it than a few long ones), 3 of
 # gups_malloc. Under the table, superpage's speed against mimalloc's is also given as
-# the median of the rounds' ratios (each taken from runs seconds apart). As root, when the 2 MiB pool has fewer than 512 free pages,
-# it is raised by 520 for `superpage run --backing 2m` and put back at exit, also on
-# Ctrl-C. The report goes to stdout, progress to stderr.
+# the median of the rounds' ratios (each taken from runs seconds apart). As root, when
+# the 2 MiB pool has fewer than 512 free pages, it is raised by 520 for `superpage run
+# --backing 2m` and put back at exit, also on Ctrl-C. The report goes to stdout, progress to stderr.
 # Exit status: 0, 1 if a run crashed or its checksum differed between allocators (the
 # reason is on stderr), 2 on bad arguments.
 # shellcheck disable=SC2015,SC2086,SC2317
