@@ -619,6 +619,219 @@ static void write_machine_text(FILE *f, const struct bench_machine *m)
 	line_put(f, &l);
 }
 
+/* ---------- what the kernels are, and why some gain ---------- */
+
+/* For a reader without the source: what each kernel (a case's name up to its '/')
+ * does, and so which of its pages it goes through before it comes back to one. */
+static const struct {
+	const char *kernel, *what;
+} kernel_about[] = {
+	{ "trans", "the seed's trans.c: b = a transposed, n x n doubles, a read along its "
+		   "rows and b written down its columns, a store n*8 bytes after the last" },
+	{ "trans2", "the seed's trans2.c: the same transpose in its two loop orders, a "
+		    "read by rows (strided stores) and by columns (strided loads)" },
+	{ "transf", "the seed's trans.f: a transpose of column-major arrays, a load n*8 "
+		    "bytes after the last, the column walk of a Fortran program" },
+	{ "transw", "the seed's transw.c (vm_align): a large transpose with its arrays on "
+		    "the 2 MiB grid (aligned) and off it (offset)" },
+	{ "mem2", "the seed's mem2.c: stores into mmap and sbrk memory, a page apart (stride) "
+		  "or one after another (cont)" },
+	{ "gemmx", "the seed's gemmx.c: C = A*B on n x n doubles, naive (B walked down its "
+		   "columns, a page a load) and blocked (packed blocks sized to the caches)" },
+	{ "fft", "the seed's FFT: radix-2 complex transforms of n points, repeated; strides "
+		 "that double from pass to pass" },
+	{ "himeno", "the Himeno benchmark: Jacobi sweeps of a 19-point stencil over a 3-D "
+		    "grid (1, 2, 3: sizes S, M, L)" },
+	{ "gups", "random read-modify-write updates of 64-bit words over one table" },
+	{ "tlbreach", "a pointer chase through a random ring of cache lines: the latency of "
+		      "a load whose page is anywhere in the working set" },
+	{ "stream", "the STREAM triad, a[i] = b[i] + s*c[i]: memory bandwidth" },
+	{ "fault", "the first touch of fresh memory: the cost of its page faults (a 2M page "
+		   "is one fault where 4K pages are 512)" },
+	{ "malloc", "malloc and free themselves (mixed sizes, hand-offs, realloc)" },
+	{ "itlb", "calls through generated code, a function per 4 KiB page: the instruction "
+		  "TLB (run with --text, judged by its code's pages)" },
+};
+
+/* Kernels whose size is a matrix order n, and which walk a column: n pages of 4K. */
+static bool walks_columns(const char *kernel)
+{
+	static const char *const k[] = { "trans", "trans2", "transf", "transw", "gemmx" };
+
+	for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+		if (!strcmp(kernel, k[i]))
+			return true;
+	return false;
+}
+
+/* Writes head, padded to indent columns, then text folded at 80 columns, its other
+ * lines indented as far. */
+static void put_folded(FILE *f, int indent, const char *head, const char *text)
+{
+	struct line l = { .len = 0 };
+
+	line_add(&l, "%-*s", indent, head);
+	for (const char *p = text; *p;) {
+		size_t w = strcspn(p, " ");
+		bool first = l.len <= (size_t)indent;
+
+		if (!first && l.len + 1 + w > 80) {
+			line_put(f, &l);
+			line_add(&l, "%*s", indent, "");
+			first = true;
+		}
+		line_add(&l, "%s%.*s", first ? "" : " ", (int)w, p);
+		p += w;
+		p += strspn(p, " ");
+	}
+	line_put(f, &l);
+}
+
+/* A case's kernel: its name up to the '/'. */
+static void kernel_of(const char *name, char *out, size_t len)
+{
+	snprintf(out, len, "%.*s", (int)strcspn(name, "/"), name);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The sizes of this run's cases of kernels that pick(kernel), those within the reach
+ * (a size at most limit) or those past it, as "1000, 2000", smallest first and
+ * each once, into buf. */
+static void sizes_by_reach(const struct bench_row *rows, const int *first, int ng,
+			   bool (*pick)(const char *), uint64_t limit, bool within,
+			   char *buf, size_t len)
+{
+	uint64_t v[64];
+	int nv = 0;
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (int g = 0; g < ng && nv < 64; g++) {
+		const struct bench_row *r = &rows[first[g]];
+		char k[BENCH_NAME_LEN];
+		uint64_t x;
+
+		kernel_of(r->name, k, sizeof k);
+		if (pick(k) && !bench_parse_u64(r->size, strlen(r->size), &x) &&
+		    (x <= limit) == within)
+			v[nv++] = x;
+	}
+	qsort(v, (size_t)nv, sizeof v[0], cmp_u64);
+	for (int i = 0; i < nv && at < len; i++) {
+		char num[24], sz[32];
+
+		if (i > 0 && v[i] == v[i - 1])
+			continue;
+		snprintf(num, sizeof num, "%llu", (unsigned long long)v[i]);
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "",
+				       bench_fmt_size(num, sz, sizeof sz));
+	}
+}
+
+/* Whether item is one of the ", "-separated list. */
+static bool in_list(const char *list, const char *item)
+{
+	size_t n = strlen(item);
+
+	for (const char *p = list; *p; p += strspn(p, ", ")) {
+		size_t w = strcspn(p, ",");
+
+		if (w == n && !strncmp(p, item, n))
+			return true;
+		p += w;
+	}
+	return false;
+}
+
+static bool random_access(const char *kernel)
+{
+	return !strcmp(kernel, "gups") || !strcmp(kernel, "tlbreach");
+}
+
+/* Where the TLB's reach falls among this run's sizes: why some cases gain and others
+ * do not, in this machine's numbers. */
+static void write_reach_text(FILE *f, const struct bench_machine *m,
+			     const struct bench_row *rows, const int *first, int ng)
+{
+	unsigned e4k = m->stlb_4k ? m->stlb_4k : m->dtlb_4k;
+	unsigned e2m = m->stlb_4k ? m->stlb_2m : m->dtlb_2m;
+	char text[2048], r4[32], r2[32], in[256], past[256];
+	size_t at;
+
+	if (!e4k)
+		return;
+	at = (size_t)snprintf(text, sizeof text,
+			      "the %s TLB holds %u translations of 4K pages: %s of data", m->stlb_4k ?
+			      "L2" : "L1 data", e4k, bench_fmt_bytes(e4k * 4096ull, r4, sizeof r4));
+	if (e2m)
+		at += (size_t)snprintf(text + at, sizeof text - at, " (%u of 2M pages: %s)", e2m,
+				       bench_fmt_bytes(e2m * (2ull << 20), r2, sizeof r2));
+	at += (size_t)snprintf(text + at, sizeof text - at,
+			       ". A kernel gains from huge pages when the pages it goes through "
+			       "before it comes back to one are more than that.");
+	sizes_by_reach(rows, first, ng, random_access, e4k * 4096ull, false, past, sizeof past);
+	sizes_by_reach(rows, first, ng, random_access, e4k * 4096ull, true, in, sizeof in);
+	if (past[0])
+		at += (size_t)snprintf(text + at, sizeof text - at,
+				       " Random accesses (gups, tlbreach) over %s go past it on 4K "
+				       "pages.", past);
+	if (in[0])
+		at += (size_t)snprintf(text + at, sizeof text - at,
+				       " Over %s they stay within it: little to gain.", in);
+	sizes_by_reach(rows, first, ng, walks_columns, e4k, false, past, sizeof past);
+	sizes_by_reach(rows, first, ng, walks_columns, e4k, true, in, sizeof in);
+	if (past[0] || in[0]) {
+		at += (size_t)snprintf(text + at, sizeof text - at,
+				       " A column walk of an n x n matrix of doubles (trans, "
+				       "transf, gemmx/naive) touches n pages of 4K, one a load:");
+		if (past[0])
+			at += (size_t)snprintf(text + at, sizeof text - at,
+					       " at n = %s that is past the TLB's reach%s", past,
+					       in[0] ? ";" : ".");
+		if (in[0])
+			at += (size_t)snprintf(text + at, sizeof text - at,
+					       " at n = %s it is within it, so the page size "
+					       "matters little there%s", in,
+					       in_list(in, "1000") ? " (the seed's n = 1000, 8 MB an "
+					       "array, had outgrown the TLBs of 2002)." : ".");
+	}
+	snprintf(text + at, sizeof text - at,
+		 " Kernels that stream through their memory (stream, mem2's cont stores, fft, "
+		 "himeno, gemmx/blocked) use a few pages at a time and gain little; first touch "
+		 "(fault) gains from making 2 MiB resident a fault at a time.");
+	put_folded(f, 10, "why", text);
+}
+
+/* What each kernel of the run does, then why some gain. */
+static void write_kernels_text(FILE *f, const struct bench_machine *m,
+			       const struct bench_row *rows, const int *first, int ng)
+{
+	fputs("\nkernels:\n", f);
+	for (int g = 0; g < ng; g++) {
+		char k[BENCH_NAME_LEN];
+		bool seen = false;
+
+		kernel_of(rows[first[g]].name, k, sizeof k);
+		for (int h = 0; h < g && !seen; h++) {
+			char kh[BENCH_NAME_LEN];
+
+			kernel_of(rows[first[h]].name, kh, sizeof kh);
+			seen = !strcmp(k, kh);
+		}
+		for (size_t i = 0; !seen && i < sizeof kernel_about / sizeof kernel_about[0]; i++)
+			if (!strcmp(k, kernel_about[i].kernel))
+				put_folded(f, 10, k, kernel_about[i].what);
+	}
+	fputc('\n', f);
+	write_reach_text(f, m, rows, first, ng);
+}
+
 #define CELL 32
 
 /* The table's cell for one row: its figure, or why there is none. */
@@ -729,6 +942,7 @@ void bench_write_table(FILE *f, const struct bench_machine *m, const struct benc
 	      "--       no run for that backing\n"
 	      "n/a      no valid 4k time of that case to compare with\n",
 	      f);
+	write_kernels_text(f, bench_machine_or_blank(m), rows, first, ng);
 	for (int i = 0; i < n; i++) {
 		const struct bench_row *r = &rows[i];
 		char sz[32];

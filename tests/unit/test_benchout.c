@@ -897,6 +897,76 @@ done:
 	free(out);
 }
 
+/* text with each line break and the 10 blanks of indent after it made one blank:
+ * the folded paragraphs of the table as one line each. */
+static char *unfolded(const char *text)
+{
+	char *u = strdup(text), *o = u;
+
+	for (const char *p = text; u && *p; p++) {
+		if (!strncmp(p, "\n          ", 11)) {
+			*o++ = ' ';
+			p += 10;
+		} else {
+			*o++ = *p;
+		}
+	}
+	if (u)
+		*o = 0;
+	return u;
+}
+
+/* The kernels the run had, each said once, and where the TLB's reach (2048 pages of
+ * 4K in machine()) falls among their sizes, folded to 80 columns. */
+static void test_table_reach(void)
+{
+	struct bench_row rows[20];
+	struct bench_machine m;
+	int n = 0;
+	char *out = NULL, *sec, *u = NULL;
+
+	machine(&m);
+	rows[n++] = mk("trans", "1000", "4k", "MB/s", 1.0, 10);
+	rows[n++] = mk("transf", "8192", "4k", "MB/s", 1.0, 10);
+	rows[n++] = mk("gemmx/naive", "2000", "4k", "MFLOPS", 1.0, 10);
+	rows[n++] = mk("gemmx/blocked", "2000", "4k", "MFLOPS", 1.0, 10);
+	rows[n++] = mk("gemmx/naive", "4096", "4k", "MFLOPS", 1.0, 10);
+	rows[n++] = mk("tlbreach", "8388608", "4k", "ns/load", 0.5, 2.0);
+	rows[n++] = mk("tlbreach", "8388609", "4k", "ns/load", 0.5, 2.0);
+	rows[n++] = mk("gups", "1073741824", "4k", "MUP/s", 2.0, 100);
+	rows[n++] = mk("tlbreach", "1073741824", "4k", "ns/load", 3.0, 12.0);
+	bench_finish(rows, n);
+	CAPTURE(out, bench_write_table(f, &m, rows, n, backings, NB));
+	sec = out ? strstr(out, "\nkernels:\n") : NULL;
+	CHECK(sec != NULL);
+	if (!sec)
+		goto done;
+	for (char *p = sec + 1, *e; (e = strchr(p, '\n')); p = e + 1)
+		CHECK(e - p <= 80);
+	CHECK(!strstr(out, " \n"));
+	u = unfolded(sec);
+	CHECK(u != NULL);
+	if (!u)
+		goto done;
+	CHECK_EQ(count_of(u, "\ngemmx     the seed's gemmx.c"), 1);
+	CHECK_EQ(count_of(u, "\ntlbreach  a pointer chase"), 1);
+	CHECK(strstr(u, "\ntrans     the seed's trans.c") != NULL);
+	CHECK(strstr(u, "\ntransf    the seed's trans.f") != NULL);
+	CHECK(strstr(u, "\ngups      random") != NULL);
+	CHECK(!strstr(u, "\nstream ") && !strstr(u, "\nhimeno "));
+	CHECK(strstr(u, "\nwhy       the L2 TLB holds 2048 translations of 4K pages: 8 MiB of data "
+			"(2048 of 2M pages: 4 GiB).") != NULL);
+	/* A byte past the reach is past it; 1G is said once for gups and tlbreach. */
+	CHECK(strstr(u, "Random accesses (gups, tlbreach) over 8388609, 1G go past it") != NULL);
+	CHECK(strstr(u, "Over 8M they stay within it") != NULL);
+	CHECK(strstr(u, "at n = 4096, 8192 that is past the TLB's reach;") != NULL);
+	CHECK(strstr(u, "at n = 1000, 2000 it is within it") != NULL);
+	CHECK(strstr(u, "(the seed's n = 1000") != NULL);
+done:
+	free(u);
+	free(out);
+}
+
 static void test_table_empty(void)
 {
 	char *out = NULL;
@@ -923,6 +993,7 @@ int main(void)
 	RUN(test_svg);
 	RUN(test_svg_many);
 	RUN(test_table);
+	RUN(test_table_reach);
 	RUN(test_table_empty);
 	return CHECK_DONE();
 }
