@@ -62,6 +62,7 @@ struct bench_row {
 	char why[96];               /* why not valid, or why there is no figure */
 	/* filled by bench_finish: */
 	double median_s, best_s, median_metric, best_metric, speedup; /* speedup 0: none */
+	double spread;              /* slowest run's time / fastest's; NAN without runs */
 	bool higher_is_better;      /* from the unit: MB/s yes, ns/load no */
 };
 
@@ -77,8 +78,14 @@ struct bench_machine {
 	int repeat;
 };
 
-/* Medians, bests, and speedups against the "4k" row of the same case and size. */
+/* A row whose slowest run took more than this times its fastest is not steady: the
+ * machine did not run the same work at one speed, and the table says so. */
+#define BENCH_UNSTEADY 1.5
+
+/* Medians, bests, spreads, and speedups against the "4k" row of the same case and size. */
 void bench_finish(struct bench_row *rows, int n);
+/* Whether a row with runs was not steady (its spread is over BENCH_UNSTEADY). */
+bool bench_unsteady(const struct bench_row *r);
 
 void bench_write_table(FILE *f, const struct bench_machine *m, const struct bench_row *rows,
 		       int n, const char *const *backings, int nb);

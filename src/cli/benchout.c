@@ -338,12 +338,14 @@ void bench_finish(struct bench_row *rows, int n)
 		r->speedup = 0;
 		if (k == 0) {
 			r->median_s = r->best_s = r->median_metric = r->best_metric = NAN;
+			r->spread = NAN;
 			continue;
 		}
 		/* Copies: the rounds stay in the order they ran, times paired with metrics. */
 		memcpy(t, r->runs_s, (size_t)k * sizeof t[0]);
 		r->median_s = bench_median(t, k);
 		r->best_s = t[0];
+		r->spread = t[0] > 0 ? t[k - 1] / t[0] : NAN;
 		memcpy(t, r->metric, (size_t)k * sizeof t[0]);
 		r->median_metric = bench_median(t, k);
 		r->best_metric = r->higher_is_better ? t[k - 1] : t[0];
@@ -362,6 +364,11 @@ void bench_finish(struct bench_row *rows, int n)
 			 isfinite(base->median_s))
 			r->speedup = base->median_s / r->median_s;
 	}
+}
+
+bool bench_unsteady(const struct bench_row *r)
+{
+	return bench_rounds(r) > 1 && r->spread > BENCH_UNSTEADY;
 }
 
 /* ---------- shared by the writers ---------- */
@@ -805,6 +812,7 @@ static void write_reach_text(FILE *f, const struct bench_machine *m,
 		 " Kernels that stream through their memory (stream, mem2's cont stores, fft, "
 		 "himeno, gemmx/blocked) use a few pages at a time and gain little; first touch "
 		 "(fault) gains from making 2 MiB resident a fault at a time.");
+	fputc('\n', f);
 	put_folded(f, 10, "why", text);
 }
 
@@ -828,11 +836,13 @@ static void write_kernels_text(FILE *f, const struct bench_machine *m,
 			if (!strcmp(k, kernel_about[i].kernel))
 				put_folded(f, 10, k, kernel_about[i].what);
 	}
-	fputc('\n', f);
 	write_reach_text(f, m, rows, first, ng);
 }
 
 #define CELL 32
+#define STRINGIFY(x) #x
+#define TEXT_OF(x) STRINGIFY(x)
+#define UNSTEADY_TEXT TEXT_OF(BENCH_UNSTEADY)
 
 /* The table's cell for one row: its figure, or why there is none. */
 static void table_cell(const struct bench_row *r, char *cell)
@@ -855,7 +865,7 @@ static void table_cell(const struct bench_row *r, char *cell)
 		snprintf(s, sizeof s, "%s %s", bench_fmt_speedup(r->speedup, sp, sizeof sp),
 			 bench_fmt_coverage(r->coverage, cov, sizeof cov));
 	/* A place for the mark on every cell keeps the figures in line. */
-	snprintf(cell, CELL, "%s%c", s, r->valid ? ' ' : '!');
+	snprintf(cell, CELL, "%s%c", s, !r->valid ? '!' : bench_unsteady(r) ? '~' : ' ');
 }
 
 void bench_write_table(FILE *f, const struct bench_machine *m, const struct bench_row *rows,
@@ -940,7 +950,9 @@ void bench_write_table(FILE *f, const struct bench_machine *m, const struct benc
 	      "FAIL     the kernel's check of its own answer failed\n"
 	      "skip     the backing was not run (see notes)\n"
 	      "--       no run for that backing\n"
-	      "n/a      no valid 4k time of that case to compare with\n",
+	      "n/a      no valid 4k time of that case to compare with\n"
+	      "~        the runs were not steady: the slowest took over " UNSTEADY_TEXT " times as long as\n"
+	      "         the fastest (see notes); read that figure with care\n",
 	      f);
 	write_kernels_text(f, bench_machine_or_blank(m), rows, first, ng);
 	for (int i = 0; i < n; i++) {
@@ -953,6 +965,18 @@ void bench_write_table(FILE *f, const struct bench_machine *m, const struct benc
 			fputs("\nnotes:\n", f);
 		fprintf(f, "  %s %s %s: %s\n", r->name, bench_fmt_size(r->size, sz, sizeof sz), r->backing,
 			bench_row_why(r));
+	}
+	for (int i = 0; i < n; i++) {
+		const struct bench_row *r = &rows[i];
+		char sz[32];
+
+		if (!r->valid || r->check_failed || !bench_unsteady(r))
+			continue;
+		if (!notes++)
+			fputs("\nnotes:\n", f);
+		fprintf(f, "  %s %s %s: not steady, its runs took %.3g to %.3g s (%.2f times as long)\n",
+			r->name, bench_fmt_size(r->size, sz, sizeof sz), r->backing, r->best_s,
+			r->best_s * r->spread, r->spread);
 	}
 out:
 	free(cells);
@@ -1075,6 +1099,8 @@ static void json_row(struct json *j, const struct bench_row *r)
 		json_double(j, r->speedup);
 	else
 		json_null(j);
+	json_key(j, "spread");
+	json_double(j, k ? r->spread : NAN);
 	json_key(j, "valid");
 	json_bool(j, r->valid);
 	json_key(j, "check");
@@ -1131,7 +1157,7 @@ static void csv_double(FILE *f, double v)
 void bench_write_csv(FILE *f, const struct bench_row *rows, int n)
 {
 	fputs("kernel,size,backing,unit,rounds,median_s,best_s,metric,best_metric,coverage,"
-	      "coverage_wanted,minflt,speedup_vs_4k,valid,check,why\n",
+	      "coverage_wanted,minflt,speedup_vs_4k,valid,check,why,spread\n",
 	      f);
 	for (int i = 0; i < n; i++) {
 		const struct bench_row *r = &rows[i];
@@ -1160,6 +1186,8 @@ void bench_write_csv(FILE *f, const struct bench_row *rows, int n)
 		csv_double(f, r->speedup > 0 ? r->speedup : NAN);
 		fprintf(f, ",%s,%s,", r->valid ? "true" : "false", r->check_failed ? "FAIL" : "ok");
 		csv_field(f, r->why);
+		fputc(',', f);
+		csv_double(f, k ? r->spread : NAN);
 		fputc('\n', f);
 	}
 }

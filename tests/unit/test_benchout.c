@@ -613,7 +613,7 @@ static void test_json(void)
 			       "\"backing\":", "\"runs_s\":", "\"median_s\":", "\"metric\":",
 			       "\"unit\":", "\"coverage\":", "\"minflt\":", "\"speedup_vs_4k\":",
 			       "\"valid\":", "\"best_s\":", "\"best_metric\":", "\"metrics\":",
-			       "\"coverage_wanted\":", "\"check\":", "\"tlb\":" };
+			       "\"coverage_wanted\":", "\"check\":", "\"tlb\":", "\"spread\":" };
 
 	machine(&m);
 	bench_finish(rows, n);
@@ -651,10 +651,12 @@ static void test_json(void)
 			 "assert g[\"kernel\"] == \"gups\" and g[\"backing\"] == \"auto\"\n"
 			 "assert g[\"size\"] == 1073741824 and len(g[\"runs_s\"]) == 3\n"
 			 "assert abs(g[\"speedup_vs_4k\"] - 2.0) < 1e-6, g\n"
+			 "assert abs(g[\"spread\"] - 1.04 / 0.97) < 1e-6, g\n"
 			 "assert g[\"valid\"] is True and g[\"check\"] == \"ok\"\n"
 			 "s = r[4]\n"
 			 "assert s[\"runs_s\"] == [] and s[\"median_s\"] is None\n"
 			 "assert s[\"speedup_vs_4k\"] is None and s[\"valid\"] is False\n"
+			 "assert s[\"spread\"] is None\n"
 			 "assert r[5][\"speedup_vs_4k\"] is None\n"
 			 "assert r[7][\"unit\"] == \"ns/load\"\n",
 			 out),
@@ -695,14 +697,17 @@ static void test_csv(void)
 	bench_finish(rows, n);
 	CAPTURE(out, bench_write_csv(f, rows, n));
 	CHECK(!strncmp(out, "kernel,size,backing,unit,rounds,median_s,best_s,metric,best_metric,"
-			    "coverage,coverage_wanted,minflt,speedup_vs_4k,valid,check,why\n",
+			    "coverage,coverage_wanted,minflt,speedup_vs_4k,valid,check,why,spread\n",
 		       strlen("kernel,size,backing,unit,rounds,median_s,best_s,metric,best_metric,"
-			      "coverage,coverage_wanted,minflt,speedup_vs_4k,valid,check,why\n")));
+			      "coverage,coverage_wanted,minflt,speedup_vs_4k,valid,check,why,"
+			      "spread\n")));
 	CHECK_EQ(count_of(out, "\n"), n + 1);
-	CHECK(strstr(out, ",\"no 1G pool, \"\"nr_hugepages\"\" is 0\"\n") != NULL);
-	/* The thp row: a why with a comma, speedup 2.0/1.6. */
+	/* No rounds: no spread either. */
+	CHECK(strstr(out, ",\"no 1G pool, \"\"nr_hugepages\"\" is 0\",\n") != NULL);
+	/* The thp row: a why with a comma, speedup 2.0/1.6, runs 1.04/0.97 apart. */
 	CHECK(strstr(out, "gups,1073741824,thp,MUP/s,3,") != NULL);
-	CHECK(strstr(out, ",1.25,false,ok,\"only 42% on huge pages, khugepaged late\"\n") != NULL);
+	CHECK(strstr(out, ",1.25,false,ok,\"only 42% on huge pages, khugepaged late\",1.07216495\n") !=
+	      NULL);
 	/* No rounds: empty figures, not nan. */
 	CHECK(strstr(out, "gups,1073741824,1g,MUP/s,0,,,,,") != NULL);
 	CHECK(no_bad_numbers(out));
@@ -712,7 +717,7 @@ static void test_csv(void)
 	}
 	CHECK_EQ(python_check("import csv, sys\n"
 			      "r = list(csv.reader(sys.stdin))\n"
-			      "assert len(r) == 11 and all(len(x) == 16 for x in r), r\n"
+			      "assert len(r) == 11 and all(len(x) == 17 for x in r), r\n"
 			      "assert r[5][15] == \"no 1G pool, \\\"nr_hugepages\\\" is 0\", r[5]\n"
 			      "assert r[2][12] and float(r[2][12]) == 2.0\n"
 			      "assert r[6][12] == \"\"\n",
@@ -967,6 +972,49 @@ done:
 	free(out);
 }
 
+/* A row whose slowest run took over 1.5 times its fastest is marked '~' and noted,
+ * unless it is marked '!' already; a steady one, or one of a single run, is not. */
+static void test_table_unsteady(void)
+{
+	struct bench_row rows[8];
+	int n = 0;
+	char *out = NULL;
+
+	rows[n++] = mk("transf", "8192", "4k", "MB/s", 1.0, 10);
+	rows[n] = mk("transf", "8192", "2m", "MB/s", 0.6, 16);
+	rows[n].runs_s[1] = 1.365;
+	rows[n++].runs_s[2] = 1.296;
+	rows[n] = mk("transf", "8192", "1g", "MB/s", 0.6, 16);
+	rows[n].runs_s[1] = 1.5;
+	rows[n].valid = false;
+	snprintf(rows[n++].why, sizeof rows[0].why, "only 10%% on 1G pages");
+	rows[n] = mk("transf", "8192", "auto", "MB/s", 0.6, 16);
+	rows[n].n = 1;
+	rows[n++].runs_s[0] = 0.7;
+	rows[n] = mk("gups", "1073741824", "4k", "MUP/s", 2.0, 100);
+	rows[n].runs_s[1] = 3.0; /* exactly 1.5 times: steady enough */
+	rows[n++].runs_s[2] = 2.0;
+	bench_finish(rows, n);
+	CHECK(fabs(rows[1].spread - 1.365 / 0.6) < 1e-9);
+	CHECK(bench_unsteady(&rows[1]) && !bench_unsteady(&rows[0]));
+	CHECK(!bench_unsteady(&rows[3]) && !bench_unsteady(&rows[4]));
+	CAPTURE(out, bench_write_table(f, NULL, rows, n, backings, NB));
+	CHECK(strstr(out, "\ntransf  8192  MB/s   10.00   1.43x 100%    --   0.77x 100%~  "
+			  "1.67x 100%!\n") != NULL);
+	CHECK(strstr(out, "\ngups      1G  MUP/s  100.0           --    --           --           --\n"));
+	CHECK_EQ(count_of(out, "%~"), 1);
+	CHECK_EQ(count_of(out, "%!"), 1);
+	CHECK(strstr(out, "\n~        the runs were not steady: the slowest took over 1.5 times as "
+			  "long as\n") != NULL);
+	CHECK(!strstr(out, "\n\n\n"));
+	CHECK(strstr(out, "\n  transf 8192 2m: not steady, its runs took 0.6 to 1.36 s (2.27 times "
+			  "as long)\n") != NULL);
+	CHECK(strstr(out, "\n  transf 8192 1g: only 10% on 1G pages\n") != NULL);
+	CHECK(!strstr(out, "transf 8192 1g: not steady"));
+	CHECK(!strstr(out, "gups 1G 4k: not steady"));
+	free(out);
+}
+
 static void test_table_empty(void)
 {
 	char *out = NULL;
@@ -994,6 +1042,7 @@ int main(void)
 	RUN(test_svg_many);
 	RUN(test_table);
 	RUN(test_table_reach);
+	RUN(test_table_unsteady);
 	RUN(test_table_empty);
 	return CHECK_DONE();
 }
