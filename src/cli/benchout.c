@@ -756,6 +756,23 @@ static bool in_list(const char *list, const char *item)
 	return false;
 }
 
+/* Whether the run has a column walk whose stride (n doubles) is a power of two of a
+ * page or more. */
+static bool pow2_walk(const struct bench_row *rows, const int *first, int ng)
+{
+	for (int g = 0; g < ng; g++) {
+		char k[BENCH_NAME_LEN];
+		uint64_t n;
+
+		kernel_of(rows[first[g]].name, k, sizeof k);
+		if (walks_columns(k) && !bench_parse_u64(rows[first[g]].size,
+							 strlen(rows[first[g]].size), &n) &&
+		    n >= 512 && !(n & (n - 1)))
+			return true;
+	}
+	return false;
+}
+
 static bool random_access(const char *kernel)
 {
 	return !strcmp(kernel, "gups") || !strcmp(kernel, "tlbreach");
@@ -807,6 +824,12 @@ static void write_reach_text(FILE *f, const struct bench_machine *m,
 					       "matters little there%s", in,
 					       in_list(in, "1000") ? " (the seed's n = 1000, 8 MB an "
 					       "array, had outgrown the TLBs of 2002)." : ".");
+		if (pow2_walk(rows, first, ng))
+			at += (size_t)snprintf(text + at, sizeof text - at,
+					       " At a power-of-two n every load of a column falls in "
+					       "one set of the caches, misses the page size does not "
+					       "change, so the gain there is smaller than at an n just "
+					       "beside it.");
 	}
 	snprintf(text + at, sizeof text - at,
 		 " Kernels that stream through their memory (stream, mem2's cont stores, fft, "

@@ -897,6 +897,9 @@ static void test_table(void)
 	CHECK(strstr(out, "  gups 1G thp: only 42% on huge pages, khugepaged late\n") != NULL);
 	CHECK(strstr(out, "  gups 1G 1g: no 1G pool, \"nr_hugepages\" is 0\n") != NULL);
 	CHECK(strstr(out, "  broken 64 4k: the kernel's check of its answer failed\n") != NULL);
+	/* No matrix among the cases: nothing said of column walks. */
+	CHECK(strstr(out, "Random accesses (gups, tlbreach)") != NULL);
+	CHECK(!strstr(out, "column walk") && !strstr(out, "power-of-two"));
 	CHECK(!strstr(out, " \n"));
 done:
 	free(out);
@@ -967,6 +970,7 @@ static void test_table_reach(void)
 	CHECK(strstr(u, "at n = 4096, 8192 that is past the TLB's reach;") != NULL);
 	CHECK(strstr(u, "at n = 1000, 2000 it is within it") != NULL);
 	CHECK(strstr(u, "(the seed's n = 1000") != NULL);
+	CHECK(strstr(u, "At a power-of-two n every load of a column falls in one set") != NULL);
 done:
 	free(u);
 	free(out);
