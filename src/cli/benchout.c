@@ -785,58 +785,47 @@ static void write_reach_text(FILE *f, const struct bench_machine *m,
 {
 	unsigned e4k = m->stlb_4k ? m->stlb_4k : m->dtlb_4k;
 	unsigned e2m = m->stlb_4k ? m->stlb_2m : m->dtlb_2m;
-	char text[2048], r4[32], r2[32], in[256], past[256];
-	size_t at;
+	struct line t = { .len = 0 }; /* one paragraph, folded when written */
+	char r4[32], r2[32], in[256], past[256];
 
 	if (!e4k)
 		return;
-	at = (size_t)snprintf(text, sizeof text,
-			      "the %s TLB holds %u translations of 4K pages: %s of data", m->stlb_4k ?
-			      "L2" : "L1 data", e4k, bench_fmt_bytes(e4k * 4096ull, r4, sizeof r4));
+	line_add(&t, "the %s TLB holds %u translations of 4K pages: %s of data",
+		 m->stlb_4k ? "L2" : "L1 data", e4k, bench_fmt_bytes(e4k * 4096ull, r4, sizeof r4));
 	if (e2m)
-		at += (size_t)snprintf(text + at, sizeof text - at, " (%u of 2M pages: %s)", e2m,
-				       bench_fmt_bytes(e2m * (2ull << 20), r2, sizeof r2));
-	at += (size_t)snprintf(text + at, sizeof text - at,
-			       ". A kernel gains from huge pages when the pages it goes through "
-			       "before it comes back to one are more than that.");
+		line_add(&t, " (%u of 2M pages: %s)", e2m,
+			 bench_fmt_bytes(e2m * (2ull << 20), r2, sizeof r2));
+	line_add(&t, ". A kernel gains from huge pages when the pages it goes through before it "
+		 "comes back to one are more than that.");
 	sizes_by_reach(rows, first, ng, random_access, e4k * 4096ull, false, past, sizeof past);
 	sizes_by_reach(rows, first, ng, random_access, e4k * 4096ull, true, in, sizeof in);
 	if (past[0])
-		at += (size_t)snprintf(text + at, sizeof text - at,
-				       " Random accesses (gups, tlbreach) over %s go past it on 4K "
-				       "pages.", past);
+		line_add(&t, " Random accesses (gups, tlbreach) over %s go past it on 4K pages.",
+			 past);
 	if (in[0])
-		at += (size_t)snprintf(text + at, sizeof text - at,
-				       " Over %s they stay within it: little to gain.", in);
+		line_add(&t, " Over %s they stay within it: little to gain.", in);
 	sizes_by_reach(rows, first, ng, walks_columns, e4k, false, past, sizeof past);
 	sizes_by_reach(rows, first, ng, walks_columns, e4k, true, in, sizeof in);
 	if (past[0] || in[0]) {
-		at += (size_t)snprintf(text + at, sizeof text - at,
-				       " A column walk of an n x n matrix of doubles (trans, "
-				       "transf, gemmx/naive) touches n pages of 4K, one a load:");
+		line_add(&t, " A column walk of an n x n matrix of doubles (trans, transf, "
+			 "gemmx/naive) touches n pages of 4K, one a load:");
 		if (past[0])
-			at += (size_t)snprintf(text + at, sizeof text - at,
-					       " at n = %s that is past the TLB's reach%s", past,
-					       in[0] ? ";" : ".");
+			line_add(&t, " at n = %s that is past the TLB's reach%s", past,
+				 in[0] ? ";" : ".");
 		if (in[0])
-			at += (size_t)snprintf(text + at, sizeof text - at,
-					       " at n = %s it is within it, so the page size "
-					       "matters little there%s", in,
-					       in_list(in, "1000") ? " (the seed's n = 1000, 8 MB an "
-					       "array, had outgrown the TLBs of 2002)." : ".");
+			line_add(&t, " at n = %s it is within it, so the page size matters little "
+				 "there%s", in, in_list(in, "1000") ? " (the seed's n = 1000, 8 MB "
+				 "an array, had outgrown the TLBs of 2002)." : ".");
 		if (pow2_walk(rows, first, ng))
-			at += (size_t)snprintf(text + at, sizeof text - at,
-					       " At a power-of-two n every load of a column falls in "
-					       "one set of the caches, misses the page size does not "
-					       "change, so the gain there is smaller than at an n just "
-					       "beside it.");
+			line_add(&t, " At a power-of-two n every load of a column falls in one set "
+				 "of the caches, misses the page size does not change, so the "
+				 "gain there is smaller than at an n just beside it.");
 	}
-	snprintf(text + at, sizeof text - at,
-		 " Kernels that stream through their memory (stream, mem2's cont stores, fft, "
-		 "himeno, gemmx/blocked) use a few pages at a time and gain little; first touch "
-		 "(fault) gains from making 2 MiB resident a fault at a time.");
+	line_add(&t, " Kernels that stream through their memory (stream, mem2's cont stores, "
+		 "fft, himeno, gemmx/blocked) use a few pages at a time and gain little; first "
+		 "touch (fault) gains from making 2 MiB resident a fault at a time.");
 	fputc('\n', f);
-	put_folded(f, 10, "why", text);
+	put_folded(f, 10, "why", t.s);
 }
 
 /* What each kernel of the run does, then why some gain. */
