@@ -707,70 +707,45 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The sizes of this run's cases of kernels that pick(kernel), those within the reach
- * (a size at most limit) or those past it, as "1000, 2000", smallest first and
- * each once, into buf. */
-static void sizes_by_reach(const struct bench_row *rows, const int *first, int ng,
-			   bool (*pick)(const char *), uint64_t limit, bool within,
-			   char *buf, size_t len)
+/* The sizes of this run's cases whose kernel pick()s, smallest first and each once,
+ * into v[max]; their count. */
+static int case_sizes(const struct bench_row *rows, const int *first, int ng,
+		      bool (*pick)(const char *), uint64_t *v, int max)
 {
-	uint64_t v[64];
-	int nv = 0;
+	int nv = 0, kept = 0;
+
+	for (int g = 0; g < ng && nv < max; g++) {
+		const struct bench_row *r = &rows[first[g]];
+		char k[BENCH_NAME_LEN];
+
+		kernel_of(r->name, k, sizeof k);
+		if (pick(k) && !bench_parse_u64(r->size, strlen(r->size), &v[nv]))
+			nv++;
+	}
+	qsort(v, (size_t)nv, sizeof v[0], cmp_u64);
+	for (int i = 0; i < nv; i++)
+		if (!kept || v[i] != v[kept - 1])
+			v[kept++] = v[i];
+	return kept;
+}
+
+/* Those of the sizes v[n] within the reach (at most limit) or past it, as
+ * "1000, 2000", into buf. */
+static void sizes_by_reach(const uint64_t *v, int n, uint64_t limit, bool within, char *buf,
+			   size_t len)
+{
 	size_t at = 0;
 
 	buf[0] = 0;
-	for (int g = 0; g < ng && nv < 64; g++) {
-		const struct bench_row *r = &rows[first[g]];
-		char k[BENCH_NAME_LEN];
-		uint64_t x;
-
-		kernel_of(r->name, k, sizeof k);
-		if (pick(k) && !bench_parse_u64(r->size, strlen(r->size), &x) &&
-		    (x <= limit) == within)
-			v[nv++] = x;
-	}
-	qsort(v, (size_t)nv, sizeof v[0], cmp_u64);
-	for (int i = 0; i < nv && at < len; i++) {
+	for (int i = 0; i < n && at < len; i++) {
 		char num[24], sz[32];
 
-		if (i > 0 && v[i] == v[i - 1])
+		if ((v[i] <= limit) != within)
 			continue;
 		snprintf(num, sizeof num, "%llu", (unsigned long long)v[i]);
 		at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "",
 				       bench_fmt_size(num, sz, sizeof sz));
 	}
-}
-
-/* Whether item is one of the ", "-separated list. */
-static bool in_list(const char *list, const char *item)
-{
-	size_t n = strlen(item);
-
-	for (const char *p = list; *p; p += strspn(p, ", ")) {
-		size_t w = strcspn(p, ",");
-
-		if (w == n && !strncmp(p, item, n))
-			return true;
-		p += w;
-	}
-	return false;
-}
-
-/* Whether the run has a column walk whose stride (n doubles) is a power of two of a
- * page or more. */
-static bool pow2_walk(const struct bench_row *rows, const int *first, int ng)
-{
-	for (int g = 0; g < ng; g++) {
-		char k[BENCH_NAME_LEN];
-		uint64_t n;
-
-		kernel_of(rows[first[g]].name, k, sizeof k);
-		if (walks_columns(k) && !bench_parse_u64(rows[first[g]].size,
-							 strlen(rows[first[g]].size), &n) &&
-		    n >= 512 && !(n & (n - 1)))
-			return true;
-	}
-	return false;
 }
 
 static bool random_access(const char *kernel)
@@ -787,6 +762,9 @@ static void write_reach_text(FILE *f, const struct bench_machine *m,
 	unsigned e2m = m->stlb_4k ? m->stlb_2m : m->dtlb_2m;
 	struct line t = { .len = 0 }; /* one paragraph, folded when written */
 	char r4[32], r2[32], in[256], past[256];
+	uint64_t v[64];
+	int nv;
+	bool seed = false, pow2 = false;
 
 	if (!e4k)
 		return;
@@ -797,15 +775,21 @@ static void write_reach_text(FILE *f, const struct bench_machine *m,
 			 bench_fmt_bytes(e2m * (2ull << 20), r2, sizeof r2));
 	line_add(&t, ". A kernel gains from huge pages when the pages it goes through before it "
 		 "comes back to one are more than that.");
-	sizes_by_reach(rows, first, ng, random_access, e4k * 4096ull, false, past, sizeof past);
-	sizes_by_reach(rows, first, ng, random_access, e4k * 4096ull, true, in, sizeof in);
+	nv = case_sizes(rows, first, ng, random_access, v, 64);
+	sizes_by_reach(v, nv, e4k * 4096ull, false, past, sizeof past);
+	sizes_by_reach(v, nv, e4k * 4096ull, true, in, sizeof in);
 	if (past[0])
 		line_add(&t, " Random accesses (gups, tlbreach) over %s go past it on 4K pages.",
 			 past);
 	if (in[0])
 		line_add(&t, " Over %s they stay within it: little to gain.", in);
-	sizes_by_reach(rows, first, ng, walks_columns, e4k, false, past, sizeof past);
-	sizes_by_reach(rows, first, ng, walks_columns, e4k, true, in, sizeof in);
+	nv = case_sizes(rows, first, ng, walks_columns, v, 64);
+	sizes_by_reach(v, nv, e4k, false, past, sizeof past);
+	sizes_by_reach(v, nv, e4k, true, in, sizeof in);
+	for (int i = 0; i < nv; i++) {
+		seed |= v[i] == 1000 && v[i] <= e4k;           /* the seed's order, within reach */
+		pow2 |= v[i] >= 512 && !(v[i] & (v[i] - 1)); /* a stride of a page or more */
+	}
 	if (past[0] || in[0]) {
 		line_add(&t, " A column walk of an n x n matrix of doubles (trans, transf, "
 			 "gemmx/naive) touches n pages of 4K, one a load:");
@@ -814,9 +798,9 @@ static void write_reach_text(FILE *f, const struct bench_machine *m,
 				 in[0] ? ";" : ".");
 		if (in[0])
 			line_add(&t, " at n = %s it is within it, so the page size matters little "
-				 "there%s", in, in_list(in, "1000") ? " (the seed's n = 1000, 8 MB "
+				 "there%s", in, seed ? " (the seed's n = 1000, 8 MB "
 				 "an array, had outgrown the TLBs of 2002)." : ".");
-		if (pow2_walk(rows, first, ng))
+		if (pow2)
 			line_add(&t, " At a power-of-two n every load of a column falls in one set "
 				 "of the caches, misses the page size does not change, so the "
 				 "gain there is smaller than at an n just beside it.");
