@@ -46,7 +46,9 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 RT_OBJ := $(RT_SRC:%.c=$(B)/obj/%.o)
 RT_CORE_OBJ := $(RT_CORE_SRC:%.c=$(B)/obj/%.o)
-PRELOAD_BIN := $(PRELOAD_SRC:%.c=$(B)/%) $(B)/tests/preload/textuse-plain
+PRELOAD_LIB_SRC := $(wildcard tests/preload/lib/*.c)
+PRELOAD_BIN := $(PRELOAD_SRC:%.c=$(B)/%) $(B)/tests/preload/textuse-plain \
+	$(PRELOAD_LIB_SRC:%.c=$(B)/%.so)
 UNIT_HELP_OBJ := $(UNIT_HELP:%.c=$(B)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:%.c=$(B)/%)
 SYS_BIN := $(SYS_SRC:%.c=$(B)/%)
@@ -123,6 +125,11 @@ $(B)/tests/cli/%: tests/cli/%.c $(LIB_A)
 $(B)/tests/preload/%: tests/preload/%.c tests/preload/smaps_kb.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -lpthread -lm $(PRELOAD_LD)
+
+# Libraries those programs load (dlopen, LD_PRELOAD), as plain as they are.
+$(B)/tests/preload/lib/%.so: tests/preload/lib/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -shared -fPIC -o $@ $< -lpthread
 
 # textuse's segments are 2 MiB-aligned, as superpage-run(7) tells users to link for
 # --text; textuse-plain is the same program linked as usual.

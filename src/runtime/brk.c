@@ -522,7 +522,7 @@ int brk_advise(uintptr_t addr, size_t len, int advice)
  * are marked MADV_DONTFORK before fork, and the child maps THP copies in their place
  * (pages_copy_in), as the heap does with its hugetlb units. */
 
-static void fork_prepare(void)
+void brk_fork_prepare(void)
 {
 	void *m;
 	pthread_mutex_lock(&brk_lock);
@@ -541,7 +541,12 @@ static void fork_prepare(void)
 	}
 }
 
-static void fork_parent(void)
+bool brk_fork_staged(void)
+{
+	return stage != NULL;
+}
+
+void brk_fork_parent(void)
 {
 	int e = errno;
 	if (stage) {
@@ -555,9 +560,11 @@ static void fork_parent(void)
 	errno = e;
 }
 
-static void fork_child(void)
+/* In the child, before anything else touches the break's memory: from fork.c's
+ * guard (a signal handler: system calls and memcpy only, the lock already held by
+ * this thread) or its child handler; once. */
+void brk_fork_fixup(void)
 {
-	int e = errno;
 	size_t k = 0, staged = n_huge;
 	if (mode == BRK_EMULATED && n_huge) {
 		for (uintptr_t a = range_lo; a < writable && k < staged; a += UNIT_SIZE) {
@@ -576,11 +583,12 @@ static void fork_child(void)
 			sp_os->munmap(stage, staged << UNIT_SHIFT);
 		stage = NULL;
 	}
-	pthread_mutex_unlock(&brk_lock);
-	errno = e;
 }
 
-__attribute__((constructor)) static void brk_constructor(void)
+void brk_fork_child(void)
 {
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	int e = errno;
+	brk_fork_fixup();
+	pthread_mutex_unlock(&brk_lock);
+	errno = e;
 }

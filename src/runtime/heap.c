@@ -29,9 +29,6 @@ static void warn_option(const char *msg, void *arg)
 
 struct tcache;
 static void thread_exit(void *arg);
-static void fork_prepare(void);
-static void fork_parent(void);
-static void fork_child(void);
 
 static void start(void)
 {
@@ -59,11 +56,11 @@ bool rt_init(void)
 	return atomic_load(&ready) == 1;
 }
 
-/* Fork handlers go in at load time: pthread_atfork may itself call malloc. */
+/* The heap is set up at load time, and the runtime's fork handlers go in (fork.c). */
 __attribute__((constructor)) static void heap_constructor(void)
 {
 	rt_init();
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	rt_fork_init();
 }
 
 /* ---------- spans with free objects, by owner ---------- */
@@ -791,9 +788,9 @@ void *rt_memalign(size_t align, size_t size)
 	return p;
 }
 
-/* ---------- fork ---------- */
+/* ---------- fork (called by fork.c's handlers) ---------- */
 
-static void fork_prepare(void)
+void heap_fork_prepare(void)
 {
 	pthread_mutex_lock(&owners_lock);
 	for (unsigned i = 0; i < MAX_OWNERS; i++)
@@ -814,17 +811,14 @@ static void fork_unlock(void)
 	pthread_mutex_unlock(&owners_lock);
 }
 
-static void fork_parent(void)
+void heap_fork_parent(void)
 {
-	int e = errno;
 	pages_fork_parent();
 	fork_unlock();
-	errno = e;
 }
 
-static void fork_child(void)
+void heap_fork_child(void)
 {
-	int e = errno;
 	pages_fork_child();
 	/* Only this thread lives on: the other slots' spans are orphans. */
 	for (unsigned i = 0; i < MAX_OWNERS; i++) {
@@ -835,7 +829,6 @@ static void fork_child(void)
 		atomic_store(&owners[i].state, SLOT_FREE);
 	}
 	fork_unlock();
-	errno = e;
 }
 
 /* ---------- stats ---------- */

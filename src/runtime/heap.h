@@ -189,10 +189,15 @@ static inline struct span *span_at(uintptr_t a)
 }
 
 /* Under the page-heap lock, around fork: hugetlb units are never shared with a
- * child (see pages.c). */
+ * child (see pages.c). pages_fork_staged: prepare staged some (the child has holes
+ * until pages_fork_fixup, which pages_fork_child calls, copies them in; fork.c). */
 void pages_fork_prepare(void);
+bool pages_fork_staged(void);
 void pages_fork_parent(void);
+void pages_fork_fixup(void);
 void pages_fork_child(void);
+/* Registers the runtime's fork handlers (fork.c), once, at load time. */
+void rt_fork_init(void);
 
 void pages_lock(void);
 void pages_unlock(void);

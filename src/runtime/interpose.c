@@ -1,4 +1,6 @@
-/* interpose.c - the malloc API as the program sees it, served by the runtime's heap. */
+/* interpose.c - the malloc API as the program sees it, served by the runtime's heap;
+ * and dlopen, so that no library the program loads reaches glibc's malloc instead. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
@@ -6,6 +8,7 @@
 #include <unistd.h>
 
 #include "heap.h"
+#include "runtime.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -60,13 +63,12 @@ EXPORT void *memalign(size_t align, size_t size)
 	return rt_memalign(align, size);
 }
 
+/* glibc before 2.38 answers aligned_alloc as memalign, whatever the alignment (an odd
+ * one rounded up to a power of two, 0 taken as none): programs built against it rely
+ * on that, and this runtime runs on such a glibc. */
 EXPORT void *aligned_alloc(size_t align, size_t size)
 {
-	if (align == 0 || (align & (align - 1))) {
-		errno = EINVAL;
-		return NULL;
-	}
-	return rt_memalign(align, size);
+	return memalign(align, size);
 }
 
 EXPORT int posix_memalign(void **out, size_t align, size_t size)
@@ -170,3 +172,47 @@ EXPORT void __libc_free(void *p) { rt_free(p); }
 EXPORT void *__libc_calloc(size_t n, size_t size) { return rt_calloc(n, size); }
 EXPORT void *__libc_realloc(void *p, size_t size) { return rt_realloc(p, size); }
 EXPORT void *__libc_memalign(size_t align, size_t size) { return memalign(align, size); }
+
+/* ---------- dlopen without RTLD_DEEPBIND ----------
+ * A library opened with RTLD_DEEPBIND looks up symbols in itself and its own
+ * dependencies first: libc's malloc family before ours, which are found only in the
+ * global scope. Such a library (PHP's extensions, for one) would hand glibc's free a
+ * block of ours, or ours one of glibc's, and the program would crash. The flag is
+ * dropped: the library then binds like any other, to the program's malloc, and to the
+ * first definition in the global scope of any symbol it shares with another library
+ * (what deep binding was asked for to avoid; said once under --verbose). A new link
+ * namespace (dlmopen's LM_ID_NEWLM) has a libc of its own and its own malloc, ours
+ * not among them: its libraries keep the flag. */
+static struct rt_said said_deepbind;
+
+static int shallow(const char *file, int flags)
+{
+	if (!(flags & RTLD_DEEPBIND))
+		return flags;
+	if (rt_say_now(&said_deepbind, rt_options()->verbose, 0))
+		rt_say("%s asked for RTLD_DEEPBIND, opened without it: its malloc calls must "
+		       "reach the runtime's heap, not glibc's", file ? file : "(main program)");
+	return flags & ~RTLD_DEEPBIND;
+}
+
+EXPORT void *dlopen(const char *file, int flags)
+{
+	static void *(*real)(const char *, int);
+	void *(*f)(const char *, int) = __atomic_load_n(&real, __ATOMIC_RELAXED);
+	if (!f) {
+		f = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+		__atomic_store_n(&real, f, __ATOMIC_RELAXED);
+	}
+	return f(file, shallow(file, flags));
+}
+
+EXPORT void *dlmopen(Lmid_t lmid, const char *file, int flags)
+{
+	static void *(*real)(Lmid_t, const char *, int);
+	void *(*f)(Lmid_t, const char *, int) = __atomic_load_n(&real, __ATOMIC_RELAXED);
+	if (!f) {
+		f = (void *(*)(Lmid_t, const char *, int))dlsym(RTLD_NEXT, "dlmopen");
+		__atomic_store_n(&real, f, __ATOMIC_RELAXED);
+	}
+	return f(lmid, file, lmid == LM_ID_BASE ? shallow(file, flags) : flags);
+}

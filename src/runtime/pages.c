@@ -1258,7 +1258,15 @@ static bool units_from_copy(size_t u, size_t n, const void *src)
 	return pages_copy_in(unit_addr(u), n << UNIT_SHIFT, src);
 }
 
-void pages_fork_child(void)
+bool pages_fork_staged(void)
+{
+	return stage != NULL;
+}
+
+/* In the child, before anything else touches the units: from fork.c's guard (a signal
+ * handler: system calls and memcpy only, under the lock this thread took in prepare)
+ * or its child handler. Once: the units it copies are THP after it. */
+void pages_fork_fixup(void)
 {
 	size_t total = st_units[SP_BACKING_2M] + st_units[SP_BACKING_1G], k = 0;
 	if (!total)
@@ -1287,6 +1295,11 @@ void pages_fork_child(void)
 	if (stage)
 		sp_os->munmap(stage, total << UNIT_SHIFT);
 	stage = NULL;
+}
+
+void pages_fork_child(void)
+{
+	pages_fork_fixup();
 	release_emptied(0, frontier);
 }
 

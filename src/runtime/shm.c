@@ -126,14 +126,10 @@ struct segment {
 static struct segment segs[SEGMENTS];
 static pthread_mutex_t segs_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void lock_for_fork(void) { pthread_mutex_lock(&segs_lock); }
-static void unlock_after_fork(void) { pthread_mutex_unlock(&segs_lock); }
-
-/* A fork while another thread holds the table must not leave the child a held lock. */
-__attribute__((constructor)) static void shm_constructor(void)
-{
-	pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
-}
+/* A fork while another thread holds the table must not leave the child a held lock
+ * (called by fork.c's handlers). */
+void shm_fork_prepare(void) { pthread_mutex_lock(&segs_lock); }
+void shm_fork_after(void) { pthread_mutex_unlock(&segs_lock); }
 
 /* A slot for a segment about to be created: a free one, else one of a removed
  * segment; -1 if every slot holds a live segment. */
