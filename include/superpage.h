@@ -259,6 +259,9 @@ struct sp_options {
 	bool stats;                /* SUPERPAGE_STATS set to yes or a file */
 	char stats_file[SP_PATH_LEN]; /* empty: stderr */
 	int verbose;               /* SUPERPAGE_VERBOSE, 0-3 */
+	bool honour_thp_disable;   /* SUPERPAGE_HONOUR_THP_DISABLE: a program's
+	                              PR_SET_THP_DISABLE holds for the runtime's memory
+	                              too, default no (only for the program's own) */
 };
 
 /* Called once per bad value with a one-line message; the default stands. */

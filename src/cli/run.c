@@ -45,6 +45,10 @@ void usage_run(void)
 	      "                     page below)\n"
 	      "  --shm              shared memory (SysV shmget, MAP_SHARED|MAP_ANONYMOUS) on 2 MiB\n"
 	      "                     hugetlb pages when the pool can hold it\n"
+	      "  --honour-thp-disable\n"
+	      "                     a program that turns THP off for itself (prctl\n"
+	      "                     PR_SET_THP_DISABLE) turns it off for the runtime's memory\n"
+	      "                     too; by default only for its own\n"
 	      "  --stats[=FILE]     at exit, each process prints an account of its memory to\n"
 	      "                     stderr, or appends it to FILE as one line of JSON\n"
 	      "  -v, --verbose[=N]  say each fallback once, when it happens; repeat for more\n"
@@ -60,7 +64,7 @@ void usage_run(void)
 struct run_options {
 	const char *backing;     /* canonical name, or NULL: not given */
 	const char *min;         /* as given, checked */
-	bool no_heap, stacks, shm, stats, perf_map;
+	bool no_heap, stacks, shm, stats, perf_map, honour_thp_disable;
 	const char *text;        /* "main" or "all", or NULL */
 	const char *stats_file;  /* as given, or NULL for stderr */
 	int verbose;             /* -1: not given */
@@ -126,6 +130,8 @@ static int parse_options(int argc, char **argv, struct run_options *o, int *cmd)
 			o->stacks = true;
 		} else if (!strcmp(a, "--shm")) {
 			o->shm = true;
+		} else if (!strcmp(a, "--honour-thp-disable")) {
+			o->honour_thp_disable = true;
 		} else if (!strcmp(a, "--stats")) {
 			o->stats = true;
 			o->stats_file = NULL;
@@ -295,6 +301,8 @@ static int set_environment(const struct run_options *o, const char *rt)
 	if (o->stacks && (rc = put_env("SUPERPAGE_STACKS", "yes")))
 		return rc;
 	if (o->shm && (rc = put_env("SUPERPAGE_SHM", "yes")))
+		return rc;
+	if (o->honour_thp_disable && (rc = put_env("SUPERPAGE_HONOUR_THP_DISABLE", "yes")))
 		return rc;
 	if (o->stats) {
 		if (o->stats_file && (rc = stats_path(o->stats_file, path, sizeof path)))

@@ -345,6 +345,14 @@ static void probe_mounts(struct sp_system *sys)
 }
 
 /* Fills madv_populate_write and madv_collapse from a 2 MiB-aligned trial block. */
+/* Whether PR_GET_THP_DISABLE's answer takes THP from memory advised MADV_HUGEPAGE:
+ * 1 does; 3 (PR_THP_DISABLE_EXCEPT_ADVISED, Linux 6.18) leaves it to advised memory,
+ * which is what superpage's is. */
+static bool thp_off_for_advised(int thp)
+{
+	return thp > 0 && !(thp & 2);
+}
+
 static void probe_collapse(struct sp_features *f)
 {
 	void *p;
@@ -395,7 +403,7 @@ static void probe_features(struct sp_features *f, const struct sp_system *sys)
 
 	int thp = sp_os->prctl(PR_GET_THP_DISABLE, 0);
 	f->thp_disable_prctl = thp >= 0;
-	f->thp_disabled_here = thp > 0;
+	f->thp_disabled_here = thp_off_for_advised(thp);
 
 	probe_collapse(f);
 }
@@ -505,7 +513,7 @@ void sp_view_fill(struct sp_view *v)
 	}
 	int thp = sp_os->prctl(PR_GET_THP_DISABLE, 0);
 	v->features.thp_disable_prctl = thp >= 0;
-	v->features.thp_disabled_here = thp > 0;
+	v->features.thp_disabled_here = thp_off_for_advised(thp);
 	void *p;
 	if (sp_os->mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
 			&p) == 0) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_interplay.sh - the runtime inside programs that do what real programs do around
 # malloc: libraries opened with RTLD_DEEPBIND (as PHP opens its extensions), the malloc
-# API's edge cases (odd alignments: glibc 2.36's answers), and fork
+# API's edge cases (odd alignments: glibc 2.36's answers), THP turned off by the program
+# (prctl, as Ruby does) or its parent, and fork
 # by every path (glibc's name service and stdio in a threaded child, other libraries'
 # fork handlers run before the runtime's, a signal handler, popen, system, posix_spawn,
 # vfork, clone without CLONE_VM), under auto and under 2m, whose hugetlb memory is a
@@ -16,6 +17,7 @@ RT=$B/libsuperpage-run.so
 P=$B/tests/preload
 export LC_ALL=C
 running=''
+PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
 # shellcheck source=tests/cli/lib.sh
 . "$here/lib.sh"
 
@@ -24,7 +26,7 @@ if [ -n "$why" ]; then
 	skip interplay "$why; the preload runs in the plain build"
 	exit 0
 fi
-for f in "$RT" "$P/forks" "$P/deepbind" "$P/lib/deeplib.so" "$P/lib/atforklib.so"; do
+for f in "$RT" "$P/forks" "$P/deepbind" "$P/thpoff" "$P/apiedges" "$P/lib/deeplib.so" "$P/lib/atforklib.so"; do
 	if [ ! -e "$f" ]; then
 		fail interplay_built "$f is missing: build with make B=$B tests"
 		exit 1
@@ -117,6 +119,62 @@ test_api_edges() {
 	same_as_plain api_edges_no_heap --no-heap -- "$P/apiedges"
 }
 
+# ---------- a program that turns THP off for itself ----------
+
+# thpoff prints what it reads of the switch (stdout, compared with plain) and its THP
+# memory in KiB (stderr); --stats says the falls.
+thp_case() { # name want(huge|none) how(set|inherited) options...
+	local name=$1 want=$2 how=$3 kb
+	shift 3
+	local cmd=("$SP" run --stats "$@" -- "$P/thpoff")
+	if [ "$how" = set ]; then
+		cmd+=(set)
+		limited "$tmp/plain.out" "$tmp/plain.err" "$P/thpoff" set
+	else
+		# the switch set by the parent, before exec
+		cmd=("$PY" -c 'import ctypes, os, sys
+ctypes.CDLL(None).prctl(41, 1, 0, 0, 0)
+os.execv(sys.argv[1], sys.argv[1:])' "${cmd[@]}" keep)
+		limited "$tmp/plain.out" "$tmp/plain.err" "${cmd[@]:0:3}" "$P/thpoff" keep
+	fi
+	limited "$tmp/sp.out" "$tmp/sp.err" "${cmd[@]}"
+	kb=$(sed -n 's/^thp_kb=//p' "$tmp/sp.err")
+	if [ "$rc" != 0 ] || ! cmp -s "$tmp/plain.out" "$tmp/sp.out"; then
+		fail "$name" "exited $rc; stdout $(oneline "$tmp/sp.out" 1), plain $(oneline "$tmp/plain.out" 1)"
+	elif [ "$want" = huge ] && ! [ "${kb:-0}" -gt 65536 ]; then
+		fail "$name" "${kb:-?} KiB on THP, want the heap's (over 64 MiB): $(oneline "$tmp/sp.err")"
+	elif [ "$want" = none ] && [ "${kb:-1}" != 0 ]; then
+		fail "$name" "${kb:-?} KiB on THP, want none"
+	elif [ "$want" = none ] && ! grep -q 'fallbacks:.*thp_off' "$tmp/sp.err"; then
+		fail "$name" "the THP memory left on base pages is no counted fall: $(grep fallbacks "$tmp/sp.err")"
+	else
+		pass "$name" "$(oneline "$tmp/sp.out" 1) thp ${kb} KiB"
+	fi
+}
+
+test_thp_off() {
+	local thp
+	thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+	if [ -z "$thp" ] || [ "$thp" = never ]; then
+		skip thp_off "THP is ${thp:-absent} here"
+		return
+	fi
+	if [ -z "$PY" ]; then
+		skip thp_off "no python3 to set the switch before exec"
+		return
+	fi
+	# Linux before 6.18 has no PR_THP_DISABLE_EXCEPT_ADVISED: the switch then holds
+	# for all, as with --honour-thp-disable.
+	if "$PY" -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).prctl(41, 1, 2, 0, 0) != 0)'; then
+		thp_case thp_off_kept huge set
+		thp_case thp_off_inherited_kept huge inherited
+	else
+		skip thp_off_kept "this kernel has no PR_THP_DISABLE_EXCEPT_ADVISED"
+	fi
+	thp_case thp_off_honoured none set --honour-thp-disable
+	thp_case thp_off_inherited_honoured none inherited --honour-thp-disable
+}
+
 # ---------- fork ----------
 
 fork_paths() { # name options...
@@ -165,5 +223,6 @@ test_fork() {
 test_deepbind
 test_php
 test_api_edges
+test_thp_off
 test_fork
 exit $failed
