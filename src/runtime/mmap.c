@@ -1,8 +1,9 @@
 /* mmap.c - the program's private anonymous mappings: large ones aligned to 2 MiB and
  * advised per policy (the seed's vm_align), or on hugetlb units of the heap's range
  * under 2m and 1g; small ones (arenas of other allocators, such as CPython's) served
- * from the heap's huge units; munmap, mprotect, madvise and mremap on them, and on the
- * emulated program break, kept as the kernel would have them. */
+ * from the heap's huge units; large ranges the program reserves and commits itself
+ * (JVM, V8 heaps) advised for THP; munmap, mprotect, madvise and mremap on them, and
+ * on the emulated program break, kept as the kernel would have them. */
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
@@ -117,6 +118,83 @@ static void *real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 	return r < 0 ? fail(-r) : out;
 }
 
+/* ---------- ranges the program reserves and commits itself ---------- */
+
+/* Falls of those ranges from 2m and 1g to THP (program_managed_pages). */
+static _Atomic uint64_t managed_falls[SP_BACKING_COUNT];
+
+/* Private anonymous memory with no access (a reservation) or read-write access (a
+ * commit), placed by the program (a hint, MAP_FIXED) or reserved: what a runtime that
+ * manages its own heap (a JVM, V8, Go) maps. Stacks, locked, 32-bit, hugetlb, shared
+ * and file mappings are not. */
+static bool managed(int prot, int flags)
+{
+	const int plain = MAP_PRIVATE | MAP_ANONYMOUS;
+	const int allowed = plain | MAP_NORESERVE | MAP_POPULATE | MAP_FIXED | MAP_FIXED_NOREPLACE;
+	return (prot == PROT_NONE || prot == (PROT_READ | PROT_WRITE)) &&
+	       (flags & ~allowed) == 0 && (flags & plain) == plain;
+}
+
+/* Whether a managed mapping of len bytes is to be advised: from SUPERPAGE_MIN up,
+ * unless the backing is 4k (THP is off for the program then). */
+static bool managed_wanted(size_t len)
+{
+	const struct sp_options *o = rt_options();
+	return o->min && len >= o->min && o->backing != SP_BACKING_4K;
+}
+
+/* The heap's range and the break's have their own code. */
+static bool managed_place(const void *addr, size_t len)
+{
+	return !in_heap(addr, len) && !in_brk(addr, len);
+}
+
+/* THP for [addr, addr+len) (all of it, not only its 2 MiB-aligned interior: pieces
+ * committed one after another merge into one kernel mapping only when their flags
+ * match, and the kernel gives a huge page only to a 2 MiB unit inside one mapping, so
+ * nothing smaller than a whole committed unit is ever huge). The kernel keeps the
+ * advice on the parts of a reservation that mprotect makes writable later, and a
+ * program's own MADV_NOHUGEPAGE after this wins. Under 2m and 1g the program changes
+ * the range at 4 KiB, which a hugetlb page cannot follow: THP, as a counted fall. */
+static void managed_advise(void *addr, size_t len)
+{
+	const struct sp_options *o = rt_options();
+	int e = errno;
+	if (o->backing == SP_BACKING_1G) {
+		atomic_fetch_add_explicit(&managed_falls[SP_BACKING_1G], 1, memory_order_relaxed);
+		rt_fall(SP_BACKING_1G, SP_FALL_PROGRAM_PAGES);
+	}
+	if (o->backing == SP_BACKING_1G || o->backing == SP_BACKING_2M) {
+		atomic_fetch_add_explicit(&managed_falls[SP_BACKING_2M], 1, memory_order_relaxed);
+		rt_fall(SP_BACKING_2M, SP_FALL_PROGRAM_PAGES);
+	}
+	sp_os->madvise(addr, page_round(len), MADV_HUGEPAGE);
+	errno = e;
+}
+
+/* A managed mapping not at a fixed place (MAP_FIXED is mmap's own): a reservation the
+ * runtime places is 2 MiB-aligned, so that its interior's units are whole; one at the
+ * program's hint stays where the kernel puts it. */
+static void *managed_map(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *p;
+	if (!managed_wanted(len))
+		return real_mmap(addr, len, prot, flags, fd, off);
+	/* (PROT_NONE: nothing to populate.) */
+	if (addr || prot != PROT_NONE || len > SIZE_MAX - 2 * UNIT_SIZE ||
+	    sp_map_aligned(page_round(len), UNIT_SIZE, prot, flags, &p) < 0)
+		p = real_mmap(addr, len, prot, flags, fd, off);
+	if (p != MAP_FAILED && managed_place(p, len))
+		managed_advise(p, len);
+	return p;
+}
+
+void rt_mmap_stats(struct rt_stats *st)
+{
+	for (int b = 0; b < SP_BACKING_COUNT; b++)
+		st->falls[b][SP_FALL_PROGRAM_PAGES] += atomic_load(&managed_falls[b]);
+}
+
 /* A fixed mapping into the heap's range: allowed where the program owns every page
  * (mappings it had from us), or had them and unmapped them (pages of its large
  * mappings' units, free units), which then go back to plain memory when it unmaps
@@ -142,6 +220,9 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		void *r = real_mmap(addr, len, prot, flags, fd, off);
 		if (r != MAP_FAILED && in_heap(addr, len))
 			pages_note_foreign((uintptr_t)addr, len);
+		else if (r != MAP_FAILED && managed(prot, flags) && rt_init() &&
+			 managed_wanted(len) && managed_place(r, len))
+			managed_advise(r, len);
 		return r;
 	}
 	if (!addr && (flags & (MAP_TYPE | MAP_ANONYMOUS)) == (MAP_SHARED | MAP_ANONYMOUS)) {
@@ -149,6 +230,8 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		if (shared)
 			return shared;
 	}
+	if (len && managed(prot, flags) && (addr || !ours(prot, flags)) && rt_init())
+		return managed_map(addr, len, prot, flags, fd, off);
 	if (addr || len == 0 || !ours(prot, flags) || !rt_init())
 		return real_mmap(addr, len, prot, flags, fd, off);
 	const struct sp_options *o = rt_options();
