@@ -120,9 +120,6 @@ static void *real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 
 /* ---------- ranges the program reserves and commits itself ---------- */
 
-/* Falls of those ranges from 2m and 1g to THP (program_managed_pages). */
-static _Atomic uint64_t managed_falls[SP_BACKING_COUNT];
-
 /* Private anonymous memory with no access (a reservation) or read-write access (a
  * commit), placed by the program (a hint, MAP_FIXED) or reserved: what a runtime that
  * manages its own heap (a JVM, V8, Go) maps. Stacks, locked, 32-bit, hugetlb, shared
@@ -135,18 +132,71 @@ static bool managed(int prot, int flags)
 	       (flags & ~allowed) == 0 && (flags & plain) == plain;
 }
 
-/* Whether a managed mapping of len bytes is to be advised: from SUPERPAGE_MIN up,
- * unless the backing is 4k (THP is off for the program then). */
-static bool managed_wanted(size_t len)
+/* Whether a managed mapping of len bytes is to be advised: from SUPERPAGE_MIN up, or
+ * of any size inside a reservation that was (in_reserved), unless the backing is 4k
+ * (THP is off for the program then). */
+static bool managed_wanted(size_t len, bool in_reserved)
 {
 	const struct sp_options *o = rt_options();
-	return o->min && len >= o->min && o->backing != SP_BACKING_4K;
+	return o->min && (len >= o->min || in_reserved) && o->backing != SP_BACKING_4K;
 }
 
 /* The heap's range and the break's have their own code. */
 static bool managed_place(const void *addr, size_t len)
 {
 	return !in_heap(addr, len) && !in_brk(addr, len);
+}
+
+/* Reservations advised here, as first page << 28 | pages: a piece of one that the
+ * program maps again with MAP_FIXED (commits, uncommits), of any size, is advised as
+ * the rest was, since the kernel's new mapping does not keep the flag and a piece
+ * without it would keep the unit it lies in off huge pages. Lock-free, so that no
+ * lock is ever held across a fork; full: the next ones are not remembered. An entry
+ * goes when the program unmaps all of it; a stale one only has a later private
+ * anonymous mapping there advised as large ones are. */
+#define N_RESERVED 64
+#define RESERVED_PAGE_BITS 28
+static _Atomic uint64_t reserved[N_RESERVED];
+
+static void reserved_add(uintptr_t a, size_t len)
+{
+	uint64_t first = a >> PAGE_SHIFT, pages = page_round(len) >> PAGE_SHIFT, z = 0;
+	if (first >> (64 - RESERVED_PAGE_BITS) || pages >> RESERVED_PAGE_BITS)
+		return;
+	for (int i = 0; i < N_RESERVED; i++, z = 0)
+		if (atomic_compare_exchange_strong(&reserved[i], &z, first << RESERVED_PAGE_BITS | pages))
+			return;
+}
+
+static void reserved_span(uint64_t v, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = (uintptr_t)(v >> RESERVED_PAGE_BITS) << PAGE_SHIFT;
+	*hi = *lo + ((uintptr_t)(v & ((1ull << RESERVED_PAGE_BITS) - 1)) << PAGE_SHIFT);
+}
+
+/* Whether [a, a+len) lies in a reservation advised here. */
+static bool reserved_holds(uintptr_t a, size_t len)
+{
+	uintptr_t lo, hi;
+	for (int i = 0; i < N_RESERVED; i++) {
+		uint64_t v = atomic_load_explicit(&reserved[i], memory_order_relaxed);
+		reserved_span(v, &lo, &hi);
+		if (v && a >= lo && a + len <= hi)
+			return true;
+	}
+	return false;
+}
+
+/* The program unmaps [a, a+len): the reservations it holds whole are forgotten. */
+static void reserved_forget(uintptr_t a, size_t len)
+{
+	uintptr_t lo, hi;
+	for (int i = 0; i < N_RESERVED; i++) {
+		uint64_t v = atomic_load_explicit(&reserved[i], memory_order_relaxed);
+		reserved_span(v, &lo, &hi);
+		if (v && lo >= a && hi <= a + len)
+			atomic_compare_exchange_strong(&reserved[i], &v, 0);
+	}
 }
 
 /* THP for [addr, addr+len) (all of it, not only its 2 MiB-aligned interior: pieces
@@ -160,14 +210,10 @@ static void managed_advise(void *addr, size_t len)
 {
 	const struct sp_options *o = rt_options();
 	int e = errno;
-	if (o->backing == SP_BACKING_1G) {
-		atomic_fetch_add_explicit(&managed_falls[SP_BACKING_1G], 1, memory_order_relaxed);
-		rt_fall(SP_BACKING_1G, SP_FALL_PROGRAM_PAGES);
-	}
-	if (o->backing == SP_BACKING_1G || o->backing == SP_BACKING_2M) {
-		atomic_fetch_add_explicit(&managed_falls[SP_BACKING_2M], 1, memory_order_relaxed);
-		rt_fall(SP_BACKING_2M, SP_FALL_PROGRAM_PAGES);
-	}
+	if (o->backing == SP_BACKING_1G)
+		pages_note_fall(SP_BACKING_1G, SP_FALL_PROGRAM_PAGES);
+	if (o->backing == SP_BACKING_1G || o->backing == SP_BACKING_2M)
+		pages_note_fall(SP_BACKING_2M, SP_FALL_PROGRAM_PAGES);
 	sp_os->madvise(addr, page_round(len), MADV_HUGEPAGE);
 	errno = e;
 }
@@ -178,21 +224,18 @@ static void managed_advise(void *addr, size_t len)
 static void *managed_map(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	void *p;
-	if (!managed_wanted(len))
+	if (!managed_wanted(len, false))
 		return real_mmap(addr, len, prot, flags, fd, off);
 	/* (PROT_NONE: nothing to populate.) */
 	if (addr || prot != PROT_NONE || len > SIZE_MAX - 2 * UNIT_SIZE ||
 	    sp_map_aligned(page_round(len), UNIT_SIZE, prot, flags, &p) < 0)
 		p = real_mmap(addr, len, prot, flags, fd, off);
-	if (p != MAP_FAILED && managed_place(p, len))
+	if (p != MAP_FAILED && managed_place(p, len)) {
 		managed_advise(p, len);
+		if (prot == PROT_NONE)
+			reserved_add((uintptr_t)p, len);
+	}
 	return p;
-}
-
-void rt_mmap_stats(struct rt_stats *st)
-{
-	for (int b = 0; b < SP_BACKING_COUNT; b++)
-		st->falls[b][SP_FALL_PROGRAM_PAGES] += atomic_load(&managed_falls[b]);
 }
 
 /* A fixed mapping into the heap's range: allowed where the program owns every page
@@ -221,7 +264,8 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		if (r != MAP_FAILED && in_heap(addr, len))
 			pages_note_foreign((uintptr_t)addr, len);
 		else if (r != MAP_FAILED && managed(prot, flags) && rt_init() &&
-			 managed_wanted(len) && managed_place(r, len))
+			 managed_wanted(len, reserved_holds((uintptr_t)r, len)) &&
+			 managed_place(r, len))
 			managed_advise(r, len);
 		return r;
 	}
@@ -286,6 +330,8 @@ EXPORT int munmap(void *addr, size_t len)
 	int r = in_brk(addr, len) ? brk_demote((uintptr_t)addr, len) : 0;
 	if (r == 0)
 		r = sp_os->munmap(addr, len);
+	if (r == 0)
+		reserved_forget((uintptr_t)addr, len);
 	if (r < 0) {
 		errno = -r;
 		return -1;

@@ -461,7 +461,6 @@ static void account_read(struct account *a)
 	rt_text_stats_get(&a->text);
 	rt_stack_stats_get(&a->stacks);
 	rt_brk_stats(&a->st);
-	rt_mmap_stats(&a->st);
 	a->cov_err = sp_coverage(0, &a->cov);
 	if (a->cov_err < 0)
 		memset(&a->cov, 0, sizeof a->cov);

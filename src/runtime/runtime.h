@@ -41,8 +41,6 @@ struct rt_stats {
 void rt_stats_get(struct rt_stats *out);
 /* Adds the program break's counts and falls to st (brk.c). */
 void rt_brk_stats(struct rt_stats *st);
-/* Adds the falls of ranges the program reserves and commits itself to st (mmap.c). */
-void rt_mmap_stats(struct rt_stats *st);
 
 /* Writes the account of this process (stats + smaps coverage) to fd: a short text
  * report, or JSON when json is true. Called at exit when SUPERPAGE_STATS is set. */
