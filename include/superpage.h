@@ -161,6 +161,8 @@ enum sp_fall {
 	SP_FALL_NOT_HUGE,        /* populated, collapse tried, still on base pages */
 	SP_FALL_MMAP,            /* mmap failed for another reason */
 	SP_FALL_SKIPPED,         /* the rung failed just before; not asked again yet */
+	SP_FALL_PROGRAM_PAGES,   /* the program reserves the range and changes it at 4 KiB
+	                            (mprotect, MAP_FIXED): a hugetlb page cannot be split */
 	SP_FALL_COUNT
 };
 const char *sp_fall_name(enum sp_fall f);

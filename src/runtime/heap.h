@@ -208,6 +208,8 @@ void pages_unlock(void);
 void pages_stats(struct rt_stats *st);
 /* Counts a program's mmap served by mmap.c (large: aligned; else from units). */
 void pages_note_mmap(bool large);
+/* Counts (and says) a fall of mmap.c's, with the heap's. */
+void pages_note_fall(enum sp_backing rung, enum sp_fall why);
 
 /* ---- the emulated program break (brk.c), for mmap.c ---- */
 /* The break's range [lo, hi) when it is emulated; false (and nothing) otherwise. */

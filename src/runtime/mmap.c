@@ -1,8 +1,9 @@
 /* mmap.c - the program's private anonymous mappings: large ones aligned to 2 MiB and
  * advised per policy (the seed's vm_align), or on hugetlb units of the heap's range
  * under 2m and 1g; small ones (arenas of other allocators, such as CPython's) served
- * from the heap's huge units; munmap, mprotect, madvise and mremap on them, and on the
- * emulated program break, kept as the kernel would have them. */
+ * from the heap's huge units; large ranges the program reserves and commits itself
+ * (JVM, V8 heaps) advised for THP; munmap, mprotect, madvise and mremap on them, and
+ * on the emulated program break, kept as the kernel would have them. */
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
@@ -117,6 +118,126 @@ static void *real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 	return r < 0 ? fail(-r) : out;
 }
 
+/* ---------- ranges the program reserves and commits itself ---------- */
+
+/* Private anonymous memory with no access (a reservation) or read-write access (a
+ * commit), placed by the program (a hint, MAP_FIXED) or reserved: what a runtime that
+ * manages its own heap (a JVM, V8, Go) maps. Stacks, locked, 32-bit, hugetlb, shared
+ * and file mappings are not. */
+static bool managed(int prot, int flags)
+{
+	const int plain = MAP_PRIVATE | MAP_ANONYMOUS;
+	const int allowed = plain | MAP_NORESERVE | MAP_POPULATE | MAP_FIXED | MAP_FIXED_NOREPLACE;
+	return (prot == PROT_NONE || prot == (PROT_READ | PROT_WRITE)) &&
+	       (flags & ~allowed) == 0 && (flags & plain) == plain;
+}
+
+/* Whether a managed mapping of len bytes is to be advised: from SUPERPAGE_MIN up, or
+ * of any size inside a reservation that was (in_reserved), unless the backing is 4k
+ * (THP is off for the program then). */
+static bool managed_wanted(size_t len, bool in_reserved)
+{
+	const struct sp_options *o = rt_options();
+	return o->min && (len >= o->min || in_reserved) && o->backing != SP_BACKING_4K;
+}
+
+/* The heap's range and the break's have their own code. */
+static bool managed_place(const void *addr, size_t len)
+{
+	return !in_heap(addr, len) && !in_brk(addr, len);
+}
+
+/* Reservations advised here, as first page << 28 | pages: a piece of one that the
+ * program maps again with MAP_FIXED (commits, uncommits), of any size, is advised as
+ * the rest was, since the kernel's new mapping does not keep the flag and a piece
+ * without it would keep the unit it lies in off huge pages. Lock-free, so that no
+ * lock is ever held across a fork; full: the next ones are not remembered. An entry
+ * goes when the program unmaps all of it; a stale one only has a later private
+ * anonymous mapping there advised as large ones are. */
+#define N_RESERVED 64
+#define RESERVED_PAGE_BITS 28
+static _Atomic uint64_t reserved[N_RESERVED];
+
+static void reserved_add(uintptr_t a, size_t len)
+{
+	uint64_t first = a >> PAGE_SHIFT, pages = page_round(len) >> PAGE_SHIFT, z = 0;
+	if (first >> (64 - RESERVED_PAGE_BITS) || pages >> RESERVED_PAGE_BITS)
+		return;
+	for (int i = 0; i < N_RESERVED; i++, z = 0)
+		if (atomic_compare_exchange_strong(&reserved[i], &z, first << RESERVED_PAGE_BITS | pages))
+			return;
+}
+
+static void reserved_span(uint64_t v, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = (uintptr_t)(v >> RESERVED_PAGE_BITS) << PAGE_SHIFT;
+	*hi = *lo + ((uintptr_t)(v & ((1ull << RESERVED_PAGE_BITS) - 1)) << PAGE_SHIFT);
+}
+
+/* Whether [a, a+len) lies in a reservation advised here. */
+static bool reserved_holds(uintptr_t a, size_t len)
+{
+	uintptr_t lo, hi;
+	for (int i = 0; i < N_RESERVED; i++) {
+		uint64_t v = atomic_load_explicit(&reserved[i], memory_order_relaxed);
+		reserved_span(v, &lo, &hi);
+		if (v && a >= lo && a + len <= hi)
+			return true;
+	}
+	return false;
+}
+
+/* The program unmaps [a, a+len): the reservations it holds whole are forgotten. */
+static void reserved_forget(uintptr_t a, size_t len)
+{
+	uintptr_t lo, hi;
+	for (int i = 0; i < N_RESERVED; i++) {
+		uint64_t v = atomic_load_explicit(&reserved[i], memory_order_relaxed);
+		reserved_span(v, &lo, &hi);
+		if (v && lo >= a && hi <= a + len)
+			atomic_compare_exchange_strong(&reserved[i], &v, 0);
+	}
+}
+
+/* THP for [addr, addr+len) (all of it, not only its 2 MiB-aligned interior: pieces
+ * committed one after another merge into one kernel mapping only when their flags
+ * match, and the kernel gives a huge page only to a 2 MiB unit inside one mapping, so
+ * nothing smaller than a whole committed unit is ever huge). The kernel keeps the
+ * advice on the parts of a reservation that mprotect makes writable later, and a
+ * program's own MADV_NOHUGEPAGE after this wins. Under 2m and 1g the program changes
+ * the range at 4 KiB, which a hugetlb page cannot follow: THP, as a counted fall. */
+static void managed_advise(void *addr, size_t len)
+{
+	const struct sp_options *o = rt_options();
+	int e = errno;
+	if (o->backing == SP_BACKING_1G)
+		pages_note_fall(SP_BACKING_1G, SP_FALL_PROGRAM_PAGES);
+	if (o->backing == SP_BACKING_1G || o->backing == SP_BACKING_2M)
+		pages_note_fall(SP_BACKING_2M, SP_FALL_PROGRAM_PAGES);
+	sp_os->madvise(addr, page_round(len), MADV_HUGEPAGE);
+	errno = e;
+}
+
+/* A managed mapping not at a fixed place (MAP_FIXED is mmap's own): a reservation the
+ * runtime places is 2 MiB-aligned, so that its interior's units are whole; one at the
+ * program's hint stays where the kernel puts it. */
+static void *managed_map(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *p;
+	if (!managed_wanted(len, false))
+		return real_mmap(addr, len, prot, flags, fd, off);
+	/* (PROT_NONE: nothing to populate.) */
+	if (addr || prot != PROT_NONE || len > SIZE_MAX - 2 * UNIT_SIZE ||
+	    sp_map_aligned(page_round(len), UNIT_SIZE, prot, flags, &p) < 0)
+		p = real_mmap(addr, len, prot, flags, fd, off);
+	if (p != MAP_FAILED && managed_place(p, len)) {
+		managed_advise(p, len);
+		if (prot == PROT_NONE)
+			reserved_add((uintptr_t)p, len);
+	}
+	return p;
+}
+
 /* A fixed mapping into the heap's range: allowed where the program owns every page
  * (mappings it had from us), or had them and unmapped them (pages of its large
  * mappings' units, free units), which then go back to plain memory when it unmaps
@@ -142,6 +263,10 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		void *r = real_mmap(addr, len, prot, flags, fd, off);
 		if (r != MAP_FAILED && in_heap(addr, len))
 			pages_note_foreign((uintptr_t)addr, len);
+		else if (r != MAP_FAILED && managed(prot, flags) && rt_init() &&
+			 managed_wanted(len, reserved_holds((uintptr_t)r, len)) &&
+			 managed_place(r, len))
+			managed_advise(r, len);
 		return r;
 	}
 	if (!addr && (flags & (MAP_TYPE | MAP_ANONYMOUS)) == (MAP_SHARED | MAP_ANONYMOUS)) {
@@ -149,6 +274,8 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		if (shared)
 			return shared;
 	}
+	if (len && managed(prot, flags) && (addr || !ours(prot, flags)) && rt_init())
+		return managed_map(addr, len, prot, flags, fd, off);
 	if (addr || len == 0 || !ours(prot, flags) || !rt_init())
 		return real_mmap(addr, len, prot, flags, fd, off);
 	const struct sp_options *o = rt_options();
@@ -203,6 +330,8 @@ EXPORT int munmap(void *addr, size_t len)
 	int r = in_brk(addr, len) ? brk_demote((uintptr_t)addr, len) : 0;
 	if (r == 0)
 		r = sp_os->munmap(addr, len);
+	if (r == 0)
+		reserved_forget((uintptr_t)addr, len);
 	if (r < 0) {
 		errno = -r;
 		return -1;

@@ -1135,6 +1135,13 @@ void pages_note_mmap(bool large)
 	atomic_fetch_add_explicit(large ? &st_large_mmaps : &st_small_mmaps, 1, memory_order_relaxed);
 }
 
+void pages_note_fall(enum sp_backing rung, enum sp_fall why)
+{
+	pthread_mutex_lock(&plock);
+	fall(rung, why);
+	pthread_mutex_unlock(&plock);
+}
+
 /* ---------- fork, with hugetlb units ----------
  * Private hugetlb pages are copied on write after fork, from the pool: a child
  * that writes one while the pool is empty dies of SIGBUS, and a parent that writes
