@@ -200,8 +200,6 @@ void pages_fork_child(void);
 void rt_fork_init(void);
 /* A THP switch inherited turned off, before the first unit (prctl.c). */
 void rt_thp_start(void);
-/* The program turned THP off for all of itself (prctl.c): a fall of the THP rung. */
-void pages_thp_turned_off(void);
 
 void pages_lock(void);
 void pages_unlock(void);

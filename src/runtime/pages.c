@@ -1123,13 +1123,6 @@ bool pages_resize_large(struct span *s, size_t new_size)
 
 static _Atomic uint64_t st_small_mmaps, st_large_mmaps;
 
-void pages_thp_turned_off(void)
-{
-	pthread_mutex_lock(&plock);
-	fall(SP_BACKING_THP, SP_FALL_THP_OFF);
-	pthread_mutex_unlock(&plock);
-}
-
 void pages_note_mmap(bool large)
 {
 	atomic_fetch_add_explicit(large ? &st_large_mmaps : &st_small_mmaps, 1, memory_order_relaxed);

@@ -35,7 +35,7 @@ static long raw_prctl(int op, unsigned long a2, unsigned long a3, unsigned long 
 /* THP off for the whole process, as asked: the runtime's THP memory falls with it. */
 static void thp_off_for_all(const char *why)
 {
-	pages_thp_turned_off();
+	pages_note_fall(SP_BACKING_THP, SP_FALL_THP_OFF);
 	if (rt_say_now(&said, rt_options()->verbose, 0))
 		rt_say("pid %d: %s: the heap's THP memory stays on base pages from now on",
 		       (int)getpid(), why);
