@@ -39,7 +39,6 @@ static void start(void)
 	if (rnd)
 		memcpy(&k, rnd + 8, sizeof k);
 	heap_hot.free_key = k | 1;
-	rt_thp_start();
 	if (pthread_key_create(&exit_key, thread_exit) != 0 || pages_init(&options) < 0) {
 		atomic_store(&ready, -1);
 		rt_say("cannot set up the heap (no address space or memory left: ulimit -v?): "

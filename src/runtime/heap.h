@@ -198,8 +198,6 @@ void pages_fork_fixup(void);
 void pages_fork_child(void);
 /* Registers the runtime's fork handlers (fork.c), once, at load time. */
 void rt_fork_init(void);
-/* A THP switch inherited turned off, before the first unit (prctl.c). */
-void rt_thp_start(void);
 
 void pages_lock(void);
 void pages_unlock(void);

@@ -330,8 +330,10 @@ EXPORT int munmap(void *addr, size_t len)
 	int r = in_brk(addr, len) ? brk_demote((uintptr_t)addr, len) : 0;
 	if (r == 0)
 		r = sp_os->munmap(addr, len);
-	if (r == 0)
+	if (r == 0) {
 		reserved_forget((uintptr_t)addr, len);
+		shm_unmapped((uintptr_t)addr, len);
+	}
 	if (r < 0) {
 		errno = -r;
 		return -1;
@@ -552,9 +554,13 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		return fail(EINVAL);
 	if (rt_init() && in_heap(old, old_len ? old_len : 1))
 		return heap_mremap(old, old_len, new_len, flags, new_addr);
+	/* --shm's hugetlb mappings, which the kernel will not grow */
+	void *out;
+	int h = shm_mremap(old, old_len, new_len, flags, new_addr, &out);
+	if (h)
+		return h < 0 ? fail(-h) : out;
 	/* The kernel's mapping, moved by the kernel; hugetlb memory of the runtime's
 	 * that it leaves or lands on is made plain memory first. */
-	void *out;
 	int r = 0;
 	if (!((uintptr_t)old & (PAGE_SIZE - 1)) && in_brk(old, old_len ? old_len : 1))
 		r = brk_demote((uintptr_t)old, old_len ? old_len : 1);
@@ -565,5 +571,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		r = sp_os->mremap(old, old_len, new_len, flags, new_addr, &out);
 	if (r == 0 && (flags & MREMAP_FIXED) && in_heap(new_addr, new_len))
 		pages_note_foreign((uintptr_t)new_addr, new_len);
+	if (r == 0)
+		shm_moved((uintptr_t)old, old_len, (uintptr_t)out, new_len);
 	return r < 0 ? fail(-r) : out;
 }

@@ -1,5 +1,5 @@
 /* prctl.c - a program that turns THP off for itself (PR_SET_THP_DISABLE; Ruby does at
- * start, and a process inherits it from its parent across fork and exec).
+ * start).
  *
  * The user ran the program under superpage to have huge pages. By default the
  * program's wish holds for its own memory and not for the runtime's: the switch is set
@@ -8,7 +8,10 @@
  * program reads back the 1 it set. With SUPERPAGE_HONOUR_THP_DISABLE=yes (--honour-thp-
  * disable), or on a kernel without that flag, the switch is set as asked, and the
  * runtime's THP memory stays on base pages from then on: a fall counted (thp_off),
- * never a silent one. Said once under --verbose. */
+ * never a silent one. Said once under --verbose. A switch the process inherited turned
+ * off for all (set outside superpage, or by --backing 4k for its baseline) is left as
+ * it is, and the program's own call does not loosen it; the pages' probe counts that
+ * fall at start (thp_off). One turned the superpage way is inherited that way. */
 #include <errno.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
@@ -57,15 +60,6 @@ static int thp_off_but_ours(const char *why)
 	return 0;
 }
 
-/* At start, before the heap's first units: a switch inherited from the parent. */
-void rt_thp_start(void)
-{
-	if (raw_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != 1 || rt_options()->honour_thp_disable)
-		return;
-	if (thp_off_but_ours("THP was turned off for this process by its parent") == 0)
-		asked = 1;
-}
-
 EXPORT int prctl(int op, ...)
 {
 	va_list ap;
@@ -82,6 +76,7 @@ EXPORT int prctl(int op, ...)
 	if (op != PR_SET_THP_DISABLE || !rt_init())
 		return (int)raw_prctl(op, a2, a3, a4, a5);
 	if (a2 == 1 && a3 == 0 && !a4 && !a5 && !rt_options()->honour_thp_disable &&
+	    rt_options()->backing != SP_BACKING_4K && raw_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != 1 &&
 	    thp_off_but_ours("the program turned THP off (PR_SET_THP_DISABLE)") == 0) {
 		asked = 1;
 		return 0;

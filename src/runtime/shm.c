@@ -3,7 +3,10 @@
  * reserved from the pool when it can hold them; anything else, and every fall, stays
  * exactly as the program asked. memfd_create is left alone (see superpage-run(7)). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/mman.h>
@@ -128,7 +131,12 @@ static pthread_mutex_t segs_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A fork while another thread holds the table must not leave the child a held lock
  * (called by fork.c's handlers). */
-void shm_fork_prepare(void) { pthread_mutex_lock(&segs_lock); }
+static uint64_t forks; /* forks and clones this process made; under segs_lock */
+void shm_fork_prepare(void)
+{
+	pthread_mutex_lock(&segs_lock);
+	forks++;
+}
 void shm_fork_after(void) { pthread_mutex_unlock(&segs_lock); }
 
 /* A slot for a segment about to be created: a free one, else one of a removed
@@ -307,6 +315,165 @@ EXPORT int shmctl(int id, int cmd, struct shmid_ds *buf)
 
 /* ---------- shared anonymous mappings ---------- */
 
+/* The mappings made here, for mremap: the kernel refuses to grow a hugetlb mapping
+ * (its reservation cannot be split), where a shared anonymous one grows. Under
+ * segs_lock. A mapping is private to this process while no fork has been made since
+ * it was mapped, in this process: its memfd is closed, so only a fork could share it. */
+#define N_ANON 128
+static struct anon_map {
+	uintptr_t start;
+	size_t len;
+	pid_t pid;
+	uint64_t forks;
+} anon[N_ANON];
+
+static bool anon_track_room(void)
+{
+	bool room = false;
+	pthread_mutex_lock(&segs_lock);
+	for (int i = 0; i < N_ANON && !room; i++)
+		room = anon[i].len == 0;
+	pthread_mutex_unlock(&segs_lock);
+	return room;
+}
+
+static void anon_track(uintptr_t start, size_t len)
+{
+	pthread_mutex_lock(&segs_lock);
+	for (int i = 0; i < N_ANON; i++)
+		if (anon[i].len == 0) {
+			anon[i] = (struct anon_map){ start, len, getpid(), forks };
+			break;
+		}
+	pthread_mutex_unlock(&segs_lock);
+}
+
+/* The entry whose mapping starts at a; under segs_lock. */
+static struct anon_map *anon_at(uintptr_t a)
+{
+	for (int i = 0; i < N_ANON; i++)
+		if (anon[i].len && anon[i].start == a)
+			return &anon[i];
+	return NULL;
+}
+
+void shm_unmapped(uintptr_t a, size_t len)
+{
+	uintptr_t end = a + len;
+	pthread_mutex_lock(&segs_lock);
+	for (int i = 0; i < N_ANON; i++) {
+		struct anon_map *m = &anon[i];
+		uintptr_t s = m->start, e = s + m->len;
+		if (!m->len || end <= s || a >= e)
+			continue;
+		if (a <= s && end >= e)
+			m->len = 0;              /* all of it */
+		else if (a <= s)
+			*m = (struct anon_map){ end, e - end, m->pid, m->forks };
+		else if (end >= e)
+			m->len = a - s;          /* its tail */
+		else
+			m->len = a - s;          /* a hole: the part after it is left untracked */
+	}
+	pthread_mutex_unlock(&segs_lock);
+}
+
+/* A new mapping of the same hugetlb file, of new_len bytes (a multiple of 2 MiB), at
+ * to (MAP_FIXED) or anywhere: the file is reopened through /proc/self/map_files (the
+ * memfd is closed; root only). (hugetlbfs grows the file to the mapping: the new part
+ * reads as zero, where the kernel's shared anonymous object, which keeps its size,
+ * would give SIGBUS; a program that runs plain never touches it.) 0, or -errno. */
+static int same_file(uintptr_t s, size_t len, size_t new_len, void *to, void **out)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/map_files/%lx-%lx", (unsigned long)s,
+		 (unsigned long)(s + len));
+	int fd = sp_os->open(path, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd;
+	int r = sp_os->mmap(to, new_len, PROT_READ | PROT_WRITE, MAP_SHARED | (to ? MAP_FIXED : 0),
+			    fd, 0, out);
+	sp_os->close(fd);
+	return r;
+}
+
+/* A copy of the len bytes at s in new shared memory of new_len bytes, at to (fixed) or
+ * anywhere: on hugetlb pages when they can be had, else as the kernel's shared
+ * anonymous memory. For a mapping no other process shares. 0, or -errno. */
+static int copy_of(uintptr_t s, size_t len, size_t new_len, void *to, void **out)
+{
+	void *p = to ? NULL : shm_map(new_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS);
+	int r = 0;
+	if (p)
+		*out = p;
+	else
+		r = sp_os->mmap(to, new_len, PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS | (to ? MAP_FIXED : 0), -1, 0, out);
+	if (r == 0)
+		memcpy(*out, (const void *)s, len < new_len ? len : new_len);
+	return r;
+}
+
+int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr, void **out)
+{
+	uintptr_t s = (uintptr_t)old;
+	size_t have, want = (new_len + SP_2M_SIZE - 1) & ~(SP_2M_SIZE - 1);
+	bool fixed = flags & MREMAP_FIXED, mine;
+	pthread_mutex_lock(&segs_lock);
+	struct anon_map *m = anon_at(s);
+	have = m ? m->len : 0;
+	mine = m && m->pid == getpid() && m->forks == forks;
+	pthread_mutex_unlock(&segs_lock);
+	/* Only growth of a whole mapping of ours is the kernel's to refuse. */
+	if (!have || old_len != have || new_len <= old_len || want < new_len ||
+	    (flags & ~(MREMAP_MAYMOVE | MREMAP_FIXED)) ||
+	    (fixed && (!(flags & MREMAP_MAYMOVE) || ((uintptr_t)new_addr & (SP_2M_SIZE - 1)))))
+		return 0;
+	void *hold = NULL, *at = fixed ? new_addr : NULL;
+	int r;
+	if (!(flags & MREMAP_MAYMOVE)) {
+		/* In place: only if what follows is free, held until the new mapping
+		 * replaces it. */
+		if (sp_os->mmap((void *)(s + have), want - have, PROT_NONE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0,
+				&hold) < 0 || (uintptr_t)hold != s + have) {
+			if (hold)
+				sp_os->munmap(hold, want - have);
+			return -ENOMEM;
+		}
+		at = old;
+	}
+	r = same_file(s, have, want, at, out);
+	if (r < 0 && mine && at != old)
+		r = copy_of(s, have, want, at, out);
+	if (r < 0) {
+		if (hold)
+			sp_os->munmap(hold, want - have);
+		rt_verbose(1, "pid %d: --shm: %s at %p could not grow to %zu bytes: its hugetlb "
+			   "memory cannot be reopened (/proc/self/map_files needs root)%s",
+			   (int)getpid(), what[ANON], old, new_len,
+			   mine ? "" : " and may be shared with another process");
+		return r == -ENOMEM ? r : -ENOMEM;
+	}
+	if (at != old)
+		sp_os->munmap(old, have);
+	shm_moved(s, have, (uintptr_t)*out, want);
+	return 1;
+}
+
+void shm_moved(uintptr_t old, size_t old_len, uintptr_t to, size_t new_len)
+{
+	pthread_mutex_lock(&segs_lock);
+	struct anon_map *m = anon_at(old);
+	if (m && m->len == old_len) {
+		m->start = to;
+		m->len = (new_len + SP_2M_SIZE - 1) & ~(SP_2M_SIZE - 1);
+	} else if (m) {
+		m->len = 0; /* part of it: left to the kernel from now on */
+	}
+	pthread_mutex_unlock(&segs_lock);
+}
+
 /* Set once memfd_create said the kernel has no hugetlb memfd. */
 static atomic_bool memfd_unsupported;
 
@@ -347,6 +514,13 @@ void *shm_map(size_t len, int prot, int flags)
 		return NULL;
 	}
 	fd = sp_os->memfd_create("superpage-shm", MFD_HUGETLB | MFD_CLOEXEC | HUGE_SIZE_2MB);
+	if (fd >= 0 && !anon_track_room()) {
+		/* (Untracked, its mremap could not be answered.) */
+		sp_os->close(fd);
+		if (fall(ANON, SP_FALL_SKIPPED))
+			say_map_fall("too many shared anonymous mappings on hugetlb pages", len, 0);
+		return NULL;
+	}
 	if (fd < 0) {
 		bool unsupported = fd == -EINVAL || fd == -ENOSYS;
 		if (unsupported)
@@ -369,6 +543,7 @@ void *shm_map(size_t len, int prot, int flags)
 			say_map_fall("the hugetlb memfd could not be sized or mapped", len, -r);
 		return NULL;
 	}
+	anon_track((uintptr_t)out, len);
 	atomic_fetch_add(&n_maps, 1);
 	atomic_fetch_add(&n_map_bytes, len);
 	rt_verbose(2, "pid %d: --shm: shared anonymous mapping %p of %zu bytes on 2 MiB "

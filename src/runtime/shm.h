@@ -28,5 +28,14 @@ void rt_shm_stats_get(struct rt_shm_stats *out);
  * can hold it. NULL when it was not taken or could not be had (the fall is counted):
  * the caller then maps it as asked. errno is left as it was. */
 void *shm_map(size_t len, int prot, int flags);
+/* mremap of such a mapping, whole, to grow: the kernel refuses to grow hugetlb memory,
+ * so a mapping of the same file, grown, takes its place (or, not shared with another
+ * process, a copy). 0: not such a call (the kernel's to answer); 1: done, *out set;
+ * -errno. */
+int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr, void **out);
+/* The program unmapped [a, a+len): what of those mappings it held is forgotten. */
+void shm_unmapped(uintptr_t a, size_t len);
+/* The kernel moved or resized [old, old+old_len) to [to, to+new_len). */
+void shm_moved(uintptr_t old, size_t old_len, uintptr_t to, size_t new_len);
 
 #endif

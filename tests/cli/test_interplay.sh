@@ -167,12 +167,21 @@ test_thp_off() {
 	# for all, as with --honour-thp-disable.
 	if "$PY" -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).prctl(41, 1, 2, 0, 0) != 0)'; then
 		thp_case thp_off_kept huge set
-		thp_case thp_off_inherited_kept huge inherited
 	else
 		skip thp_off_kept "this kernel has no PR_THP_DISABLE_EXCEPT_ADVISED"
 	fi
 	thp_case thp_off_honoured none set --honour-thp-disable
-	thp_case thp_off_inherited_honoured none inherited --honour-thp-disable
+	# set outside superpage: left as it is, and counted
+	thp_case thp_off_inherited none inherited
+	# --backing 4k's baseline has THP off for all: a program's own call keeps it so
+	limited "$tmp/sp.out" "$tmp/sp.err" "$SP" run --backing 4k -- "$PY" -c 'import ctypes
+ctypes.CDLL(None).prctl(41, 1, 0, 0, 0)
+print([l.split()[1] for l in open("/proc/self/status") if l.startswith("THP_enabled")])'
+	if [ "$rc" = 0 ] && [ "$(cat "$tmp/sp.out")" = "['0']" ]; then
+		pass thp_off_4k_baseline
+	else
+		fail thp_off_4k_baseline "exited $rc, THP_enabled $(cat "$tmp/sp.out"), want ['0']"
+	fi
 }
 
 # ---------- fork ----------

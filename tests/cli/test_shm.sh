@@ -108,7 +108,7 @@ test_same_output() {
 # ---------- (d) without --shm, nothing shared is on hugetlb ----------
 
 test_off() {
-	local all0="shm hugetlb=0 key hugetlb=0 anon hugetlb=0 odd hugetlb=0" note=''
+	local all0="shm hugetlb=0 key hugetlb=0 anon hugetlb=0 odd hugetlb=0 grow hugetlb=0" note=''
 	# With a pool that could hold it, so that "not on hugetlb" is --shm's doing.
 	pool_add 16 || note="(no pool set up: $why)"
 	run off "$SP" run -- "$PROG" --huge
@@ -123,7 +123,7 @@ test_off() {
 # ---------- (b, e) with a pool: on hugetlb, sizes as asked ----------
 
 test_huge() {
-	local want="shm hugetlb=1 key hugetlb=1 anon hugetlb=1 odd hugetlb=0"
+	local want="shm hugetlb=1 key hugetlb=1 anon hugetlb=1 odd hugetlb=0 grow hugetlb=1"
 	if ! pool_add 16; then
 		skip shm_hugetlb "$why"
 		skip shm_stat_size "$why"
@@ -159,7 +159,7 @@ test_huge() {
 # Without unshare, a pool nobody holds pages of is emptied for real, relative to what it
 # holds, and put back.
 test_pool_empty() {
-	local all0="shm hugetlb=0 key hugetlb=0 anon hugetlb=0 odd hugetlb=0" note fake f
+	local all0="shm hugetlb=0 key hugetlb=0 anon hugetlb=0 odd hugetlb=0 grow hugetlb=0" note fake f
 	if ! is_root; then
 		skip shm_pool_empty "needs root to empty the 2M pool"
 		return
@@ -208,7 +208,7 @@ test_pool_empty() {
 # ---------- SHM_HUGETLB refused (EPERM): the segments fall back, the mapping does not ----------
 
 test_eperm() {
-	local want="shm hugetlb=0 key hugetlb=0 anon hugetlb=1 odd hugetlb=0"
+	local want="shm hugetlb=0 key hugetlb=0 anon hugetlb=1 odd hugetlb=0 grow hugetlb=1"
 	local group
 	group=$(cat /proc/sys/vm/hugetlb_shm_group 2>/dev/null)
 	if ! command -v setpriv >/dev/null; then

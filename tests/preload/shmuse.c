@@ -74,6 +74,13 @@ static uint64_t share(unsigned char *p, size_t len, unsigned seed)
  * whether it was on hugetlb pages. */
 static void shared_anon(const char *name, size_t len, unsigned seed, bool huge, int *hp);
 
+/* A shared anonymous mapping grown by mremap (as Python's mmap.resize does), while a
+ * forked child still has it: the grown mapping keeps what was written, and what the
+ * parent writes after is what the child reads (one shared object, as the kernel keeps
+ * it). The new part is not touched: the kernel's shared anonymous object keeps its
+ * size, and a touch past it is SIGBUS. Prints its checksum; *hp as for shared_anon. */
+static void grown(unsigned seed, bool huge, int *hp);
+
 static int on_hugetlb(const void *p)
 {
 	char line[512];
@@ -186,9 +193,69 @@ int main(int argc, char **argv)
 
 	shared_anon("anon", ANON_LEN, 2, huge, &ha);
 	shared_anon("odd", ODD_LEN, 3, huge, &ho);
+	int hg = 0;
+	grown(4, huge, &hg);
 	if (huge)
-		printf("shm hugetlb=%d key hugetlb=%d anon hugetlb=%d odd hugetlb=%d\n", hs, hk, ha, ho);
+		printf("shm hugetlb=%d key hugetlb=%d anon hugetlb=%d odd hugetlb=%d grow hugetlb=%d\n",
+		       hs, hk, ha, ho, hg);
 	return 0;
+}
+
+static void grown(unsigned seed, bool huge, int *hp)
+{
+	const size_t len = 4 * MB, big = 8 * MB;
+	int go[2], status;
+	unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || pipe(go) < 0)
+		die("mmap MAP_SHARED|MAP_ANONYMOUS to grow");
+	for (size_t i = 0; i < len; i++)
+		m[i] = pattern(i, seed);
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		/* the parent's writes after its mremap, seen here */
+		char c;
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		for (size_t i = 0; i < len; i++)
+			if (m[i] != pattern(i, seed + 1))
+				_exit(3);
+		_exit(0);
+	}
+	unsigned char *g = mremap(m, len, big, MREMAP_MAYMOVE);
+	if (g == MAP_FAILED)
+		die("mremap of a shared anonymous mapping, grown");
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < len; i++) {
+		if (g[i] != pattern(i, seed)) {
+			printf("shmuse: FAILED: byte %zu of the grown mapping is %u, want %u\n", i, g[i],
+			       pattern(i, seed));
+			exit(1);
+		}
+		h = (h ^ g[i]) * 0x100000001b3ull;
+	}
+	for (size_t i = 0; i < len; i++)
+		g[i] = pattern(i, seed + 1);
+	if (write(go[1], "x", 1) != 1 || waitpid(pid, &status, 0) != pid)
+		die("the child of the grown mapping");
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		printf("shmuse: FAILED: the child did not read what the parent wrote into the "
+		       "grown mapping (status 0x%x)\n", status);
+		exit(1);
+	}
+	if (huge)
+		*hp = on_hugetlb(g);
+	g = mremap(g, big, 2 * MB, 0);
+	if (g == MAP_FAILED)
+		die("mremap of a shared anonymous mapping, shrunk");
+	if (g[0] != pattern(0, seed + 1))
+		die("the shrunk mapping lost its first byte");
+	if (munmap(g, 2 * MB) < 0)
+		die("munmap of the grown mapping");
+	close(go[0]);
+	close(go[1]);
+	printf("grow size %zu to %zu checksum %016llx\n", len, big, (unsigned long long)h);
 }
 
 static void shared_anon(const char *name, size_t len, unsigned seed, bool huge, int *hp)
