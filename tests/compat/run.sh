@@ -198,6 +198,9 @@ run_one() { # prog mode
 	rdir=$tmp/$p/$mode
 	mkdir -p "$rdir"
 	chmod 1777 "$rdir"
+	# Writable by every user: servers that drop root (memcached -u, mariadbd --user)
+	# append their accounts to it at exit.
+	install -m 666 /dev/null "$rdir/stats.json"
 	SPRUN=()
 	if [ "$mode" != plain ]; then
 		# shellcheck disable=SC2207
