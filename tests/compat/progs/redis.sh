@@ -19,7 +19,7 @@ redis_start() { # tag
 	wait_until 60 "$server_pid" redis_up || check_fail "$1 did not answer PING within 60 s"
 }
 work_redis() {
-	local d1 d2 n info
+	local d1 d2 n info why
 	port=$(free_port)
 	redis_start redis
 	redis_cli debug populate 1000000 key 200 >/dev/null
@@ -35,8 +35,13 @@ work_redis() {
 	done
 	[ "$n" -lt 600 ] || check_fail "BGSAVE still running after 60 s"
 	info=$(redis_cli info persistence)
-	grep -q '^rdb_last_bgsave_status:ok' <<<"$info" ||
-		check_fail "BGSAVE failed: $(grep -i 'background\|error' "$rdir/redis.out" | tail -n 1)"
+	if ! grep -q '^rdb_last_bgsave_status:ok' <<<"$info"; then
+		why=$(grep -i 'background\|error' "$rdir/redis.out" | tail -n 1)
+		case "$why" in
+		*"by signal"*) check_fail "CRASH the BGSAVE child: ${why#*# }" ;;
+		*) check_fail "BGSAVE failed: $why" ;;
+		esac
+	fi
 	redis_cli shutdown nosave >/dev/null || true
 	wait_server 60 || check_fail "redis-server did not end after SHUTDOWN"
 	redis_start redis2
