@@ -195,6 +195,13 @@ bench: all kernels $(B)/tests/preload/gups_malloc
 		--csv $(B)/bench/report.csv --svg $(B)/bench/report.svg | tee $(B)/bench/report.txt
 	set -o pipefail; bash bench/compare.sh $(B) --quick | tee $(B)/bench/malloc.txt
 
+# Real programs, plain and under superpage run in each mode (tests/compat/run.sh --help);
+# make compat ONLY=redis,java MODES=auto,2m runs a part.
+compat: all
+	@bash tests/compat/run.sh $(if $(ONLY),--only $(ONLY)) $(if $(MODES),--modes $(MODES)) $(B)
+
+.PHONY: compat
+
 install: all kernels
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
