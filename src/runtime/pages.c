@@ -516,18 +516,27 @@ int pages_init(const struct sp_options *o)
 		policy = SP_BACKING_4K;
 	}
 	struct rlimit as, data;
+	bool data_set = getrlimit(RLIMIT_DATA, &data) == 0 && data.rlim_cur != RLIM_INFINITY;
 	lazy = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
-	tight = lazy || (getrlimit(RLIMIT_DATA, &data) == 0 && data.rlim_cur != RLIM_INFINITY);
-	if (lazy && !lazy_place(as.rlim_cur))
+	tight = lazy || data_set;
+	/* The range never holds more than the limits let it have (and its metadata,
+	 * sized by it, counts against RLIMIT_DATA too). */
+	size_t most = RANGE_MAX_MIB << 20;
+	if (lazy && as.rlim_cur < most)
+		most = as.rlim_cur;
+	if (data_set && data.rlim_cur < most)
+		most = data.rlim_cur;
+	most = (most + UNIT_SIZE - 1) & ~(UNIT_SIZE - 1);
+	if (lazy && !lazy_place(most))
 		lazy = false; /* (reserved then, as far as the limit lets it be) */
 	if (lazy)
 		rt_verbose(1, "RLIMIT_AS is %zu MiB: the heap's range is claimed as it grows, at %p",
 			   (size_t)(as.rlim_cur >> 20), (void *)base);
 	for (size_t i = 0; !lazy && i < sizeof sizes_mib / sizeof *sizes_mib; i++) {
-		size_t len = sizes_mib[i] << 20;
+		size_t len = sizes_mib[i] << 20 < most ? sizes_mib[i] << 20 : most;
 		void *p;
 		/* Address space only: PROT_NONE costs nothing until the frontier grows. */
-		if (sp_map_aligned(len, len < (1ul << 30) ? len : 1ul << 30, PROT_NONE,
+		if (sp_map_aligned(len, len < (1ul << 30) ? UNIT_SIZE : 1ul << 30, PROT_NONE,
 				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, &p) < 0)
 			continue;
 		base = (uintptr_t)p;
