@@ -1386,13 +1386,13 @@ static struct span *range_alloc_large(size_t size, size_t align)
 struct span *pages_alloc_large(size_t size, size_t align)
 {
 	struct span *s = NULL;
+	bool badly = rounds_badly(size);
 	/* Under a limit, to the page first; the range may still have free units. */
-	if (rounds_badly(size) && (s = outside_alloc(size, align, OUT_ROUND)))
+	if (badly && (s = outside_alloc(size, align, OUT_ROUND)))
 		return s;
-	if ((s = range_alloc_large(size, align)))
+	if ((s = range_alloc_large(size, align)) || badly)
 		return s;
-	return outside_alloc(size, align,
-			     tight ? (rounds_badly(size) ? OUT_ROUND : OUT_LIMIT) : OUT_FULL);
+	return outside_alloc(size, align, tight ? OUT_LIMIT : OUT_FULL);
 }
 
 bool pages_resize_run(struct span *s, size_t npages)
