@@ -1194,9 +1194,10 @@ static void outside_say(unsigned why, size_t size)
 		rt_say("the address-space or data limit (ulimit -v/-d) stops the heap's range "
 		       "growing: large blocks are mapped on their own, to the page");
 	else
-		rt_say("under a finite address-space or data limit (ulimit -v/-d), large "
-		       "blocks are mapped to the page (%zu bytes in %zu KiB), not in whole "
-		       "2 MiB units", size, ((size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)) >> 10);
+		rt_say("under a finite address-space or data limit (ulimit -v/-d), blocks "
+		       "above 1 MiB (or aligned above 2 MiB) are mapped to the page (%zu bytes "
+		       "in %zu KiB), not in whole 2 MiB units",
+		       size, ((size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)) >> 10);
 }
 
 /* A block of size bytes (> MEDIUM_MAX, or aligned above 2 MiB) outside the range;
