@@ -169,7 +169,8 @@ bool pages_copy_in(uintptr_t at, size_t len, const void *src);
  * the hole before it is filled again). 0, or -errno with *hole set if what was at at
  * may be gone (a refused move: the caller maps it again). */
 int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole);
-/* The range [lo, hi) the heap reserves: everything in it is the heap's. */
+/* The range [lo, hi) the heap reserves (under a finite RLIMIT_AS, the part of it
+ * claimed so far): everything in it is the heap's. */
 void pages_range(uintptr_t *lo, uintptr_t *hi);
 /* What every free reads, on one line: the range's start, how many of its pages are
  * writable (it grows), the page info (per page of the range: for a page
