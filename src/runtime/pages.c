@@ -1111,8 +1111,9 @@ static size_t out_find(uintptr_t a)
 	}
 }
 
-/* Files s; false if the table is full and could not grow. Under plock. */
-static bool out_insert(struct span *s)
+/* Room in the table for one more span (rebuilt larger, or without its tombs, once
+ * it is three quarters full); false if it is full and could not grow. Under plock. */
+static bool out_room(void)
 {
 	if ((out_used + 1) * 4 > out_cap * 3) {
 		/* Rebuilt at twice the live spans' count, at least: tombs go. */
@@ -1141,16 +1142,17 @@ static bool out_insert(struct span *s)
 			out_used = live;
 		}
 	}
-	if (!out_cap)
-		return false;
+	return out_cap && out_used + 1 < out_cap; /* (an empty slot stays: lookups end) */
+}
+
+/* Files s, where out_room said there is room. Under plock. */
+static void out_insert(struct span *s)
+{
 	size_t i = out_slot(s->start, out_cap);
 	while (out_tab[i] && out_tab[i] != OUT_TOMB)
 		i = (i + 1) & (out_cap - 1);
-	if (!out_tab[i] && out_used + 1 >= out_cap)
-		return false; /* (one empty slot always stays: lookups end) */
 	out_used += !out_tab[i];
 	out_tab[i] = s;
-	return true;
 }
 
 static struct span *outside_lookup(uintptr_t a)
@@ -1232,12 +1234,13 @@ static struct span *outside_alloc(size_t size, size_t align, unsigned why)
 	s->start = (uintptr_t)m;
 	s->npages = len >> PAGE_SHIFT;
 	s->clean = true;
-	if (!out_insert(s)) {
+	if (!out_room()) {
 		span_delete(s);
 		pthread_mutex_unlock(&plock);
 		sp_os->munmap(m, len);
 		return NULL;
 	}
+	out_insert(s);
 	st_large_blocks++;
 	st_large_bytes += len;
 	st_outside += len;
@@ -1266,17 +1269,19 @@ static bool outside_resize(struct span *s, size_t new_size)
 	void *out;
 	if (want == len)
 		return true;
-	if (sp_os->mremap((void *)s->start, len, want, MREMAP_MAYMOVE, NULL, &out) < 0)
-		return false;
+	/* Under the lock, with room in the table for where the block goes. */
 	pthread_mutex_lock(&plock);
+	if (!out_room() ||
+	    sp_os->mremap((void *)s->start, len, want, MREMAP_MAYMOVE, NULL, &out) < 0) {
+		pthread_mutex_unlock(&plock);
+		return false;
+	}
 	size_t i = out_find(s->start);
 	if (i != SIZE_MAX)
 		out_tab[i] = OUT_TOMB;
 	s->start = (uintptr_t)out;
 	s->npages = want >> PAGE_SHIFT;
-	/* (A tomb was just made: the slot it frees is there if the table cannot grow.) */
-	if (!out_insert(s))
-		rt_abort("cannot record a block of %zu bytes at %p", want, out);
+	out_insert(s);
 	st_large_bytes += want - len;
 	st_outside += want - len;
 	pthread_mutex_unlock(&plock);
