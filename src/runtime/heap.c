@@ -645,8 +645,9 @@ static struct span *block_span(const void *p)
 	bool in_range;
 	struct span *s = pages_lookup(p, &in_range);
 	if (!in_range) {
-		rt_verbose(1, "ignoring a pointer from outside the heap: %p", p);
-		return NULL;
+		if (!s) /* (s: a block mapped on its own, outside the range) */
+			rt_verbose(1, "ignoring a pointer from outside the heap: %p", p);
+		return s;
 	}
 	if (!s || s->magic != SPAN_MAGIC || s->kind == SPAN_MMAP ||
 	    (s->kind != SPAN_SMALL && (uintptr_t)p != s->start))
@@ -736,7 +737,7 @@ void *rt_realloc(void *p, size_t size)
 		}
 		have = span_usable(s);
 	}
-	if (s && s->kind == SPAN_LARGE && size > MEDIUM_MAX) {
+	if (s && (s->kind == SPAN_LARGE || s->kind == SPAN_OUTSIDE) && size > MEDIUM_MAX) {
 		size_t before = have;
 		if (pages_resize_large(s, size)) {
 			count_out((int64_t)span_usable(s) - (int64_t)before);

@@ -67,7 +67,8 @@ static inline unsigned class_pages(unsigned c) { return class_npages[c]; }
 static inline unsigned class_batch(unsigned c) { return class_batches[c]; }
 
 /* ---- spans and the page heap (pages.c) ---- */
-enum span_kind { SPAN_SMALL = 1, SPAN_MEDIUM, SPAN_LARGE, SPAN_MMAP };
+/* SPAN_OUTSIDE: a large block mapped on its own outside the range (pages.c). */
+enum span_kind { SPAN_SMALL = 1, SPAN_MEDIUM, SPAN_LARGE, SPAN_MMAP, SPAN_OUTSIDE };
 #define SPAN_MAGIC 0x53504e31u
 
 struct span {
@@ -78,7 +79,7 @@ struct span {
 	uint16_t owner;        /* SPAN_SMALL: the thread slot whose objects these are
 	                          (1 + its index), 0 for none (heap.c) */
 	uintptr_t start;
-	size_t npages;         /* SMALL/MEDIUM: pages; LARGE: pages of whole units */
+	size_t npages;         /* SMALL/MEDIUM/OUTSIDE: pages; LARGE: pages of whole units */
 	/* SPAN_SMALL: objects */
 	void *freelist;
 	uintptr_t bump, end;   /* never-used objects are [bump, end) */
@@ -95,18 +96,21 @@ int pages_init(const struct sp_options *o);
 /* A span of npages pages (<= PAGES_PER_UNIT/2 for MEDIUM), aligned to align_pages
  * (a power of two <= PAGES_PER_UNIT); NULL if out of memory. Takes the page-heap lock. */
 struct span *pages_alloc_run(size_t npages, size_t align_pages, enum span_kind kind);
-/* A span of whole units (size bytes rounded up to units), aligned to align bytes. */
+/* A span of whole units (size bytes rounded up to units), aligned to align bytes;
+ * or, where the range cannot hold it or (under a limit) units would round it up by
+ * more than an eighth, a SPAN_OUTSIDE block: a mapping of its own, to the page. */
 struct span *pages_alloc_large(size_t size, size_t align);
 /* Gives a span's memory back (SMALL/MEDIUM pages or LARGE units). */
 void pages_free(struct span *s);
 /* Resizes a MEDIUM span in place to npages (within its unit): shrinking gives the
  * tail back; growing takes the free pages that follow it; false if they are not. */
 bool pages_resize_run(struct span *s, size_t npages);
-/* Resizes a LARGE span in place or by moving its pages (s->start then changes);
- * false if it cannot (the caller copies). */
+/* Resizes a LARGE or OUTSIDE span in place or by moving its pages (s->start then
+ * changes); false if it cannot (the caller copies). */
 bool pages_resize_large(struct span *s, size_t new_size);
 /* The span owning addr, or NULL if addr is not in the heap's range at all (and
- * *in_range false). A page of the range with no span gives NULL, *in_range true. */
+ * *in_range false; but the SPAN_OUTSIDE block that starts at addr, if there is one).
+ * A page of the range with no span gives NULL, *in_range true. */
 struct span *pages_lookup(const void *addr, bool *in_range);
 /* For SMALL spans: record the span on every page (objects are anywhere in it). */
 void pages_map_all(struct span *s);
@@ -165,7 +169,8 @@ bool pages_copy_in(uintptr_t at, size_t len, const void *src);
  * the hole before it is filled again). 0, or -errno with *hole set if what was at at
  * may be gone (a refused move: the caller maps it again). */
 int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole);
-/* The range [lo, hi) the heap reserves: everything in it is the heap's. */
+/* The range [lo, hi) the heap reserves (under a finite RLIMIT_AS, the part of it
+ * claimed so far): everything in it is the heap's. */
 void pages_range(uintptr_t *lo, uintptr_t *hi);
 /* What every free reads, on one line: the range's start, how many of its pages are
  * writable (it grows), the page info (per page of the range: for a page

@@ -7,6 +7,8 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/resource.h>
 
 #include "heap.h"
 #include "internal.h"
@@ -36,7 +38,18 @@ static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t base;
 static size_t max_units, frontier;
 struct heap_hot heap_hot;
-static uintptr_t heap_end;       /* the range's end */
+static uintptr_t heap_end;       /* the range's end (lazy: of its claimed part) */
+/* Under a finite RLIMIT_AS every mapping counts against the limit, a PROT_NONE
+ * reservation too: the range is not reserved ahead (lazy) but claimed as it grows,
+ * from a place far below the kernel's mappings; [base, heap_end) is all it holds.
+ * Under a finite RLIMIT_AS or RLIMIT_DATA (tight) the heap holds no address space
+ * it does not use: no slack when it grows, no empty units kept, emptied units at its
+ * top given back, and large blocks that whole units would round up by more than an
+ * eighth mapped on their own, to the page (SPAN_OUTSIDE), as plain malloc does. */
+static bool lazy, tight;
+#define LAZY_LO ((uintptr_t)1 << 44)      /* lazy ranges start in [16, 32) TiB */
+#define LAZY_SLOTS ((size_t)1 << 14)      /* ... at one of these GiBs */
+#define RANGE_MAX_MIB ((size_t)256 << 10)
 _Atomic(struct span *) *heap_pagemap;
 static struct unit *units;
 static uint64_t *freebits;                /* 1 = unit FREE and below the frontier */
@@ -207,6 +220,9 @@ static void cache_remove(int32_t u)
 }
 
 static int range_advice(void);
+static struct span *outside_lookup(uintptr_t a);
+static void outside_promote(void);
+static void outside_free(struct span *s);
 
 /* ---------- backing units ---------- */
 
@@ -318,9 +334,11 @@ static void maybe_promote(void)
 {
 	if (!atomic_exchange(&promote_pending, false) || atomic_exchange(&promoted, true))
 		return;
-	sp_os->madvise((void *)base, max_units << UNIT_SHIFT, MADV_HUGEPAGE);
 	pthread_mutex_lock(&plock);
 	size_t top = frontier;
+	/* (Lazy: only what is claimed is the range's; grow advises the rest.) */
+	sp_os->madvise((void *)base, (lazy ? top : max_units) << UNIT_SHIFT, MADV_HUGEPAGE);
+	outside_promote();
 	for (size_t u = 0; u < top; u++) {
 		struct unit *x = &units[u];
 		if ((x->state == U_HEAP || x->state == U_LARGE) && x->backing == SP_BACKING_4K) {
@@ -338,29 +356,77 @@ static void maybe_promote(void)
 
 /* ---------- the range ---------- */
 
+/* Units [from, to) become read-write memory of the range, with its advice: made so
+ * in the reservation, or (lazy) mapped where nothing else may be. */
+static int claim_space(size_t from, size_t to)
+{
+	void *at = (void *)unit_addr(from), *out;
+	size_t len = (to - from) << UNIT_SHIFT;
+	int r;
+	if (!lazy) {
+		r = sp_os->mprotect(at, len, PROT_READ | PROT_WRITE);
+	} else {
+		r = sp_os->mmap(at, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1,
+				0, &out);
+		if (r == 0 && out != at) { /* (taken as a hint: something is there) */
+			sp_os->munmap(out, len);
+			r = -EEXIST;
+		}
+	}
+	if (r == 0)
+		sp_os->madvise(at, len, range_advice());
+	return r;
+}
+
+/* Undoes claim_space: the units' memory is gone, and (lazy) their address space. */
+static void unclaim_space(size_t from, size_t to)
+{
+	void *at = (void *)unit_addr(from), *out;
+	size_t len = (to - from) << UNIT_SHIFT;
+	if (lazy)
+		sp_os->munmap(at, len);
+	else if (sp_os->mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+			     MAP_FIXED, -1, 0, &out) == 0)
+		sp_os->madvise(at, len, range_advice());
+}
+
 static int grow(size_t need_units)
 {
 	size_t want = need_units > frontier + GROW_UNITS ? need_units : frontier + GROW_UNITS;
+	if (tight)
+		want = need_units;
 	if (want > max_units)
 		want = max_units;
 	if (want < need_units)
 		return -ENOMEM;
-	size_t add = want - frontier;
-	int r = sp_os->mprotect((void *)unit_addr(frontier), add << UNIT_SHIFT,
-				PROT_READ | PROT_WRITE);
+	/* Near a limit (or, lazy, below a mapping of the program's), what is needed
+	 * may still be had. */
+	int r = claim_space(frontier, want);
+	if (r < 0 && want > need_units)
+		r = claim_space(frontier, want = need_units);
+	if (r == -EEXIST) {
+		/* Lazy: a mapping that is not ours lies there; the range ends here. */
+		max_units = frontier;
+		rt_verbose(1, "the heap's range ends at %zu MiB: a mapping of the program's "
+			   "lies above it", frontier << UNIT_SHIFT >> 20);
+		return -ENOMEM;
+	}
 	if (r < 0)
 		return r;
+	size_t add = want - frontier;
 	/* One page of pagemap per unit: 512 pointers; and 1 KiB of page info. */
 	r = sp_os->mprotect((char *)pagemap + frontier * PAGE_SIZE, add * PAGE_SIZE,
 			    PROT_READ | PROT_WRITE);
-	if (r < 0)
-		return r;
 	uintptr_t i0 = (uintptr_t)(heap_hot.pageinfo + frontier * PAGES_PER_UNIT) & ~(PAGE_SIZE - 1);
 	uintptr_t i1 = (uintptr_t)(heap_hot.pageinfo + want * PAGES_PER_UNIT);
-	r = sp_os->mprotect((void *)i0, ((i1 + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)) - i0,
-			    PROT_READ | PROT_WRITE);
-	if (r < 0)
+	if (r == 0)
+		r = sp_os->mprotect((void *)i0, ((i1 + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)) - i0,
+				    PROT_READ | PROT_WRITE);
+	if (r < 0) {
+		unclaim_space(frontier, want);
 		return r;
+	}
 	for (size_t u = frontier; u < want; u++) {
 		units[u].state = U_FREE;
 		units[u].prev = units[u].next = NO_UNIT;
@@ -369,7 +435,65 @@ static int grow(size_t need_units)
 	bits_set(freebits, frontier, add, true);
 	__atomic_store_n(&frontier, want, __ATOMIC_RELEASE);
 	__atomic_store_n(&heap_hot.top_pages, want * PAGES_PER_UNIT, __ATOMIC_RELEASE);
+	if (lazy)
+		__atomic_store_n(&heap_end, unit_addr(want), __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* Tight: the free units at the top of the range are given back (lazy: their address
+ * space too), as a trimmed break is. The metadata stays writable: free() reads it
+ * without the lock. Under plock. */
+static void trim_top(void)
+{
+	size_t top = frontier;
+	if (!tight)
+		return;
+	while (top > 0 && units[top - 1].state == U_FREE && !units[top - 1].in_cache &&
+	       bit(freebits, top - 1))
+		top--;
+	if (top == frontier)
+		return;
+	size_t old = frontier;
+	__atomic_store_n(&heap_hot.top_pages, top * PAGES_PER_UNIT, __ATOMIC_RELEASE);
+	__atomic_store_n(&frontier, top, __ATOMIC_RELEASE);
+	if (lazy)
+		__atomic_store_n(&heap_end, unit_addr(top), __ATOMIC_RELEASE);
+	unclaim_space(top, old);
+	bits_set(freebits, top, old - top, false);
+	for (size_t u = top; u < old; u++) {
+		units[u].resident = 0;
+		units[u].backing = 0;
+	}
+}
+
+/* Lazy: a place for the range, of at most limit bytes, in [16, 32) TiB (far below
+ * the kernel's mappings, which fill from the top down, and above the program's
+ * text and break), at a random GiB; false if none of those tried is free. */
+static bool lazy_place(size_t limit)
+{
+	uint64_t r = 0;
+	size_t n = limit >> UNIT_SHIFT, most = RANGE_MAX_MIB >> (UNIT_SHIFT - 20);
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+		r = sp_os->now_ns() * 0x9e3779b97f4a7c15ull;
+	if (n > most)
+		n = most;
+	if (n == 0)
+		return false;
+	for (int i = 0; i < 8; i++, r = r * 0x9e3779b97f4a7c15ull + 1) {
+		uintptr_t at = LAZY_LO + (((r >> 20) % (LAZY_SLOTS - (RANGE_MAX_MIB >> 10))) << 30);
+		void *out;
+		if (sp_os->mmap((void *)at, UNIT_SIZE, PROT_NONE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1,
+				0, &out) < 0)
+			continue;
+		sp_os->munmap(out, UNIT_SIZE);
+		if ((uintptr_t)out != at)
+			continue;
+		base = at;
+		max_units = n;
+		return true;
+	}
+	return false;
 }
 
 int pages_init(const struct sp_options *o)
@@ -391,11 +515,28 @@ int pages_init(const struct sp_options *o)
 		fall(SP_BACKING_THP, !v->thp_present ? SP_FALL_UNSUPPORTED : SP_FALL_THP_OFF);
 		policy = SP_BACKING_4K;
 	}
-	for (size_t i = 0; i < sizeof sizes_mib / sizeof *sizes_mib; i++) {
-		size_t len = sizes_mib[i] << 20;
+	struct rlimit as, data;
+	bool data_set = getrlimit(RLIMIT_DATA, &data) == 0 && data.rlim_cur != RLIM_INFINITY;
+	lazy = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+	tight = lazy || data_set;
+	/* The range never holds more than the limits let it have (and its metadata,
+	 * sized by it, counts against RLIMIT_DATA too). */
+	size_t most = RANGE_MAX_MIB << 20;
+	if (lazy && as.rlim_cur < most)
+		most = as.rlim_cur;
+	if (data_set && data.rlim_cur < most)
+		most = data.rlim_cur;
+	most = (most + UNIT_SIZE - 1) & ~(UNIT_SIZE - 1);
+	if (lazy && !lazy_place(most))
+		lazy = false; /* (reserved then, as far as the limit lets it be) */
+	if (lazy)
+		rt_verbose(1, "RLIMIT_AS is %zu MiB: the heap's range is claimed as it grows, at %p",
+			   (size_t)(as.rlim_cur >> 20), (void *)base);
+	for (size_t i = 0; !lazy && i < sizeof sizes_mib / sizeof *sizes_mib; i++) {
+		size_t len = sizes_mib[i] << 20 < most ? sizes_mib[i] << 20 : most;
 		void *p;
 		/* Address space only: PROT_NONE costs nothing until the frontier grows. */
-		if (sp_map_aligned(len, len < (1ul << 30) ? len : 1ul << 30, PROT_NONE,
+		if (sp_map_aligned(len, len < (1ul << 30) ? UNIT_SIZE : 1ul << 30, PROT_NONE,
 				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, &p) < 0)
 			continue;
 		base = (uintptr_t)p;
@@ -404,7 +545,8 @@ int pages_init(const struct sp_options *o)
 	}
 	if (!base)
 		return -ENOMEM;
-	sp_os->madvise((void *)base, max_units << UNIT_SHIFT, range_advice());
+	if (!lazy)
+		sp_os->madvise((void *)base, max_units << UNIT_SHIFT, range_advice());
 	void *m;
 	size_t meta = max_units * sizeof(struct unit) + (max_units / 64 + 1) * 8;
 	if (sp_os->mmap(NULL, meta, PROT_READ | PROT_WRITE,
@@ -421,7 +563,7 @@ int pages_init(const struct sp_options *o)
 	heap_pagemap = m;
 	heap_hot.pageinfo = (uint16_t *)(void *)((char *)m + max_units * PAGE_SIZE);
 	heap_hot.base = base;
-	heap_end = base + (max_units << UNIT_SHIFT);
+	heap_end = lazy ? base : base + (max_units << UNIT_SHIFT);
 	for (int b = 0; b < NBUCKET; b++)
 		bucket_head[b] = NO_UNIT;
 	return 0;
@@ -489,9 +631,11 @@ void pages_map_all(struct span *s)
 struct span *pages_lookup(const void *addr, bool *in_range)
 {
 	uintptr_t a = (uintptr_t)addr;
-	*in_range = a - heap_hot.base < heap_end - heap_hot.base;
-	if (!*in_range || ((a - heap_hot.base) >> PAGE_SHIFT) >=
-				  __atomic_load_n(&heap_hot.top_pages, __ATOMIC_ACQUIRE))
+	*in_range = a - heap_hot.base < __atomic_load_n(&heap_end, __ATOMIC_ACQUIRE) - heap_hot.base;
+	if (!*in_range)
+		return outside_lookup(a);
+	if (((a - heap_hot.base) >> PAGE_SHIFT) >=
+	    __atomic_load_n(&heap_hot.top_pages, __ATOMIC_ACQUIRE))
 		return NULL;
 	return span_at(a);
 }
@@ -622,7 +766,7 @@ static bool retire_units(size_t u, size_t n, struct release *rel)
 	size_t most = in_use > 16 ? (size_t)in_use : 16;
 	if (lately > limit)
 		limit = lately < most ? lately : most;
-	if (!hugetlb && !mapping && cached + n <= limit) {
+	if (!tight && !hugetlb && !mapping && cached + n <= limit) {
 		for (size_t i = u; i < u + n; i++) {
 			units[i].state = U_FREE;
 			units[i].in_cache = 1;
@@ -699,6 +843,7 @@ static void mark_released(const struct release *rel, unsigned ok)
 		bits_set(freebits, rel->extra, 1, true);
 		st_released++;
 	}
+	trim_top();
 }
 
 /* The system calls run without the lock (a big madvise must not hold up malloc). */
@@ -777,6 +922,10 @@ void pages_free(struct span *s)
 {
 	struct release rel;
 	bool give_back = false;
+	if (s->kind == SPAN_OUTSIDE) {
+		outside_free(s);
+		return;
+	}
 	pthread_mutex_lock(&plock);
 	size_t p0 = page_of(s->start);
 	if (s->kind == SPAN_LARGE) {
@@ -799,7 +948,7 @@ void pages_free(struct span *s)
 void pages_range(uintptr_t *lo, uintptr_t *hi)
 {
 	*lo = base;
-	*hi = base + (max_units << UNIT_SHIFT);
+	*hi = lazy ? __atomic_load_n(&heap_end, __ATOMIC_ACQUIRE) : base + (max_units << UNIT_SHIFT);
 }
 
 /* The SPAN_MMAP span on page p, if any. Under plock. */
@@ -930,6 +1079,241 @@ bool pages_program_owns(uintptr_t addr, size_t len)
 	return owns;
 }
 
+/* ---------- large blocks outside the range ----------
+ * A large block the range cannot hold (it is full, or a limit stops it growing), or
+ * that whole units would round up by more than an eighth under a limit (tight), is
+ * a private mapping of its own, to the page, as plain malloc makes it: committed as
+ * the kernel commits that (no MAP_NORESERVE), 2 MiB-aligned and advised huge as the
+ * range is. Its span (SPAN_OUTSIDE) is found by its start in a hash table. */
+#define OUT_TOMB ((struct span *)1)
+static struct span **out_tab;             /* NULL, OUT_TOMB or a span; under plock */
+static size_t out_cap, out_used;          /* slots, slots not NULL */
+static uint64_t st_outside;               /* bytes of outside blocks now */
+static _Atomic unsigned out_said;         /* why blocks went outside, said once each */
+enum { OUT_FULL = 1, OUT_LIMIT = 2, OUT_ROUND = 4 };
+
+static size_t out_slot(uintptr_t a, size_t cap)
+{
+	return (size_t)(((a >> PAGE_SHIFT) * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+}
+
+/* The slot holding the span that starts at a, or SIZE_MAX. Under plock. */
+static size_t out_find(uintptr_t a)
+{
+	if (!out_cap)
+		return SIZE_MAX;
+	for (size_t i = out_slot(a, out_cap);; i = (i + 1) & (out_cap - 1)) {
+		struct span *s = out_tab[i];
+		if (!s)
+			return SIZE_MAX;
+		if (s != OUT_TOMB && s->start == a)
+			return i;
+	}
+}
+
+/* Room in the table for one more span (rebuilt larger, or without its tombs, once
+ * it is three quarters full); false if it is full and could not grow. Under plock. */
+static bool out_room(void)
+{
+	if ((out_used + 1) * 4 > out_cap * 3) {
+		/* Rebuilt at twice the live spans' count, at least: tombs go. */
+		size_t live = 0, cap = 256;
+		for (size_t i = 0; i < out_cap; i++)
+			live += out_tab[i] && out_tab[i] != OUT_TOMB;
+		while (cap < (live + 1) * 4)
+			cap *= 2;
+		void *m;
+		if (sp_os->mmap(NULL, cap * sizeof *out_tab, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &m) == 0) {
+			struct span **t = m;
+			for (size_t i = 0; i < out_cap; i++) {
+				struct span *o = out_tab[i];
+				if (!o || o == OUT_TOMB)
+					continue;
+				size_t j = out_slot(o->start, cap);
+				while (t[j])
+					j = (j + 1) & (cap - 1);
+				t[j] = o;
+			}
+			if (out_tab)
+				sp_os->munmap(out_tab, out_cap * sizeof *out_tab);
+			out_tab = t;
+			out_cap = cap;
+			out_used = live;
+		}
+	}
+	return out_cap && out_used + 1 < out_cap; /* (an empty slot stays: lookups end) */
+}
+
+/* Files s, where out_room said there is room. Under plock. */
+static void out_insert(struct span *s)
+{
+	size_t i = out_slot(s->start, out_cap);
+	while (out_tab[i] && out_tab[i] != OUT_TOMB)
+		i = (i + 1) & (out_cap - 1);
+	out_used += !out_tab[i];
+	out_tab[i] = s;
+}
+
+static struct span *outside_lookup(uintptr_t a)
+{
+	if (!__atomic_load_n(&out_cap, __ATOMIC_RELAXED) || (a & (PAGE_SIZE - 1)))
+		return NULL;
+	pthread_mutex_lock(&plock);
+	size_t i = out_find(a);
+	struct span *s = i == SIZE_MAX ? NULL : out_tab[i];
+	pthread_mutex_unlock(&plock);
+	return s;
+}
+
+/* Whether outside blocks are advised huge: as the range's units are. */
+static bool outside_huge(void)
+{
+	return range_advice() == MADV_HUGEPAGE;
+}
+
+/* Once the heap is promoted (auto): the outside blocks mapped before go on THP too.
+ * Under plock. */
+static void outside_promote(void)
+{
+	for (size_t i = 0; i < out_cap; i++) {
+		struct span *s = out_tab[i];
+		if (s && s != OUT_TOMB && s->npages >= PAGES_PER_UNIT)
+			sp_os->madvise((void *)s->start, s->npages << PAGE_SHIFT, MADV_HUGEPAGE);
+	}
+}
+
+/* Says once per process why blocks go outside the range. */
+static void outside_say(unsigned why, size_t size)
+{
+	if (atomic_fetch_or(&out_said, why) & why)
+		return;
+	if (why == OUT_FULL)
+		rt_say("the heap's range (%zu GiB) has no room for a block of %zu MiB: it and "
+		       "blocks like it are mapped on their own, outside it",
+		       (max_units << UNIT_SHIFT) >> 30, size >> 20);
+	else if (why == OUT_LIMIT)
+		rt_say("the address-space or data limit (ulimit -v/-d) stops the heap's range "
+		       "growing: large blocks are mapped on their own, to the page");
+	else
+		rt_say("under a finite address-space or data limit (ulimit -v/-d), blocks "
+		       "above 1 MiB (or aligned above 2 MiB) are mapped to the page (%zu bytes "
+		       "in %zu KiB), not in whole 2 MiB units",
+		       size, ((size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)) >> 10);
+}
+
+/* A block of size bytes (> MEDIUM_MAX, or aligned above 2 MiB) outside the range;
+ * NULL if the kernel refuses it (as it would have plain malloc's). */
+static struct span *outside_alloc(size_t size, size_t align, unsigned why)
+{
+	if (size > SIZE_MAX - UNIT_SIZE || align > ((size_t)1 << 40))
+		return NULL;
+	size_t len = (size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+	pthread_mutex_lock(&plock);
+	bool huge = outside_huge() && len >= UNIT_SIZE;
+	struct span *s = span_new();
+	pthread_mutex_unlock(&plock);
+	if (!s)
+		return NULL;
+	void *m;
+	const int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	int r = -ENOMEM;
+	/* 2 MiB-aligned for THP; near the limit, the slack that takes may not be had. */
+	if (huge || align > PAGE_SIZE)
+		r = sp_map_aligned(len, align > UNIT_SIZE ? align : UNIT_SIZE,
+				   PROT_READ | PROT_WRITE, flags, &m);
+	if (r < 0 && align <= PAGE_SIZE)
+		r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0, &m);
+	pthread_mutex_lock(&plock);
+	if (r < 0) {
+		span_delete(s);
+		pthread_mutex_unlock(&plock);
+		return NULL;
+	}
+	s->kind = SPAN_OUTSIDE;
+	s->start = (uintptr_t)m;
+	s->npages = len >> PAGE_SHIFT;
+	s->clean = true;
+	if (!out_room()) {
+		span_delete(s);
+		pthread_mutex_unlock(&plock);
+		sp_os->munmap(m, len);
+		return NULL;
+	}
+	out_insert(s);
+	st_large_blocks++;
+	st_large_bytes += len;
+	st_outside += len;
+	/* (auto: the heap's size, for its promotion to THP, counts these too) */
+	if (small_first && !atomic_load(&promoted) &&
+	    (st_outside >> UNIT_SHIFT) + st_units[SP_BACKING_4K] >= PROMOTE_UNITS)
+		atomic_store(&promote_pending, true);
+	/* Never on hugetlb pages (2m, 1g): a fall, counted. */
+	if (policy == SP_BACKING_2M || policy == SP_BACKING_1G)
+		fall(policy, SP_FALL_MMAP);
+	pthread_mutex_unlock(&plock);
+	if (huge)
+		sp_os->madvise(m, len, MADV_HUGEPAGE);
+	outside_say(why, size);
+	maybe_promote();
+	return s;
+}
+
+/* Resizes an outside block by moving or resizing its mapping (mremap). */
+static bool outside_resize(struct span *s, size_t new_size)
+{
+	if (new_size > SIZE_MAX - UNIT_SIZE)
+		return false;
+	size_t len = s->npages << PAGE_SHIFT;
+	size_t want = (new_size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+	void *out;
+	if (want == len)
+		return true;
+	/* Under the lock, with room in the table for where the block goes. */
+	pthread_mutex_lock(&plock);
+	if (!out_room() ||
+	    sp_os->mremap((void *)s->start, len, want, MREMAP_MAYMOVE, NULL, &out) < 0) {
+		pthread_mutex_unlock(&plock);
+		return false;
+	}
+	size_t i = out_find(s->start);
+	if (i != SIZE_MAX)
+		out_tab[i] = OUT_TOMB;
+	s->start = (uintptr_t)out;
+	s->npages = want >> PAGE_SHIFT;
+	out_insert(s);
+	st_large_bytes += want - len;
+	st_outside += want - len;
+	pthread_mutex_unlock(&plock);
+	if (want >= UNIT_SIZE && outside_huge())
+		sp_os->madvise(out, want, MADV_HUGEPAGE);
+	return true;
+}
+
+static void outside_free(struct span *s)
+{
+	size_t len = s->npages << PAGE_SHIFT;
+	uintptr_t a = s->start;
+	pthread_mutex_lock(&plock);
+	size_t i = out_find(a);
+	if (i != SIZE_MAX)
+		out_tab[i] = OUT_TOMB;
+	st_large_blocks--;
+	st_large_bytes -= len;
+	st_outside -= len;
+	span_delete(s);
+	pthread_mutex_unlock(&plock);
+	sp_os->munmap((void *)a, len);
+}
+
+/* Tight: whole units would round the block up by more than an eighth. */
+static bool rounds_badly(size_t size)
+{
+	size_t len = (size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+	size_t units_len = (size + UNIT_SIZE - 1) & ~(UNIT_SIZE - 1);
+	return tight && units_len - len > len / 8;
+}
+
 /* ---------- large blocks: runs of whole units ---------- */
 
 /* n FREE units whose address is aligned to align units (the range itself is aligned
@@ -958,7 +1342,7 @@ static void claim_units(size_t at, size_t n)
 	bits_set(freebits, at, n, false);
 }
 
-struct span *pages_alloc_large(size_t size, size_t align)
+static struct span *range_alloc_large(size_t size, size_t align)
 {
 	if (size > (max_units << UNIT_SHIFT))
 		return NULL;
@@ -1005,6 +1389,18 @@ struct span *pages_alloc_large(size_t size, size_t align)
 	return s;
 }
 
+struct span *pages_alloc_large(size_t size, size_t align)
+{
+	struct span *s = NULL;
+	bool badly = rounds_badly(size);
+	/* Under a limit, to the page first; the range may still have free units. */
+	if (badly && (s = outside_alloc(size, align, OUT_ROUND)))
+		return s;
+	if ((s = range_alloc_large(size, align)) || badly)
+		return s;
+	return outside_alloc(size, align, tight ? OUT_LIMIT : OUT_FULL);
+}
+
 bool pages_resize_run(struct span *s, size_t npages)
 {
 	size_t p0 = page_of(s->start), u = p0 / PAGES_PER_UNIT, at = p0 % PAGES_PER_UNIT;
@@ -1036,6 +1432,8 @@ bool pages_resize_run(struct span *s, size_t npages)
 bool pages_resize_large(struct span *s, size_t new_size)
 {
 	size_t n = s->npages / PAGES_PER_UNIT;
+	if (s->kind == SPAN_OUTSIDE)
+		return outside_resize(s, new_size);
 	if (new_size > (max_units << UNIT_SHIFT))
 		return false;
 	size_t want = (new_size + UNIT_SIZE - 1) >> UNIT_SHIFT;
@@ -1043,6 +1441,8 @@ bool pages_resize_large(struct span *s, size_t new_size)
 	struct release rel;
 	if (want == n)
 		return true;
+	if (want > n && rounds_badly(new_size))
+		return false; /* (the caller copies it to a block to the page) */
 	/* A block on 1 GiB pages keeps its size: its mapping cannot be cut. */
 	if (want < n && units[u].backing == SP_BACKING_1G)
 		return true;
@@ -1117,6 +1517,7 @@ bool pages_resize_large(struct span *s, size_t new_size)
 	map_set(page_of(s->start), s);
 	st_large_bytes += (want - n) << UNIT_SHIFT;
 	st_mremaps++;
+	trim_top();
 	pthread_mutex_unlock(&plock);
 	return true;
 }
