@@ -7,7 +7,6 @@
  * 1 if any child died or found a wrong byte.
  * Usage: forks [-m MIB] [PATH...]; paths: nss stream busy signal popen system spawn
  * vfork clone atfork. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <pwd.h>
 #include <pthread.h>
