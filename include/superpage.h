@@ -224,9 +224,27 @@ enum sp_region {
 };
 const char *sp_region_name(enum sp_region r); /* "heap", "anon", ... */
 
+/* Why resident memory is not on huge pages, mapping by mapping (the first that holds). */
+enum sp_why {
+	SP_WHY_SHARED = 0,    /* shared memory not on hugetlb pages (no pool that could
+	                         hold it, or not taken: SUPERPAGE_SHM) */
+	SP_WHY_FILE,          /* a file's pages (the page cache) */
+	SP_WHY_THP_OFF,       /* THP is off for the process (PR_SET_THP_DISABLE) */
+	SP_WHY_NOHUGEPAGE,    /* THP is off for the mapping (MADV_NOHUGEPAGE: the program's,
+	                         or superpage's own: --backing 4k, a heap still small) */
+	SP_WHY_SMALL,         /* the mapping holds no whole 2 MiB-aligned 2 MiB */
+	SP_WHY_NOT_ADVISED,   /* THP is "madvise" and the mapping is not advised: not
+	                         superpage's (stacks, other runtimes' small mappings) */
+	SP_WHY_PARTIAL,       /* could be huge: its 2 MiB units not wholly touched yet, or
+	                         not collapsed yet */
+	SP_WHY_COUNT
+};
+const char *sp_why_name(enum sp_why w); /* "shared", "file", "thp_off", ... */
+
 struct sp_usage {
 	uint64_t bytes;       /* resident, hugetlb included */
 	uint64_t huge_bytes;  /* on huge pages */
+	uint64_t not_huge[SP_WHY_COUNT]; /* bytes - huge_bytes, by why */
 };
 
 struct sp_coverage {
@@ -237,6 +255,8 @@ struct sp_coverage {
 	uint64_t thp_bytes;   /* AnonHugePages + ShmemPmdMapped + FilePmdMapped */
 	int mappings;
 	struct sp_usage region[SP_REGION_COUNT];
+	bool thp_off;         /* the process has THP off (/proc/PID/status THP_enabled: 0) */
+	bool thp_always;      /* THP is "always" here: no mapping needs advice */
 };
 /* Coverage of a process (pid 0: this one). -ESRCH if it does not exist, -EACCES
  * if its smaps cannot be read, -EPROTO if what was read is not smaps. */

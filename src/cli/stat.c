@@ -79,6 +79,20 @@ static void print_human(const struct sp_coverage *c, const char *comm)
 		printf("  %-8s %12s %12s %8s\n", sp_region_name((enum sp_region)r),
 		       cli_human(u->bytes, a, sizeof a), cli_human(u->huge_bytes, b, sizeof b), pct);
 	}
+	/* every resident byte not on huge pages, with its reason */
+	bool head = false;
+	for (int r = 0; r < SP_REGION_COUNT; r++) {
+		const struct sp_usage *u = &c->region[r];
+		for (int w = 0; w < SP_WHY_COUNT; w++) {
+			if (!u->not_huge[w])
+				continue;
+			if (!head)
+				printf("\n  not on huge pages, why:\n");
+			head = true;
+			printf("  %-8s %12s  %s\n", sp_region_name((enum sp_region)r),
+			       cli_human(u->not_huge[w], a, sizeof a), sp_why_name((enum sp_why)w));
+		}
+	}
 }
 
 static void print_json(const struct sp_coverage *c, const char *comm)
@@ -104,6 +118,15 @@ static void print_json(const struct sp_coverage *c, const char *comm)
 		json_uint(&j, c->region[r].bytes);
 		json_key(&j, "huge_bytes");
 		json_uint(&j, c->region[r].huge_bytes);
+		json_key(&j, "not_huge");
+		json_object_begin(&j);
+		for (int w = 0; w < SP_WHY_COUNT; w++) {
+			if (!c->region[r].not_huge[w])
+				continue;
+			json_key(&j, sp_why_name((enum sp_why)w));
+			json_uint(&j, c->region[r].not_huge[w]);
+		}
+		json_object_end(&j);
 		json_object_end(&j);
 	}
 	json_object_end(&j);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -9,6 +10,8 @@
 struct mapping {
 	uintptr_t start, end;
 	char perms[5];
+	bool file;            /* inode not 0 */
+	bool hg, nh;          /* VmFlags: MADV_HUGEPAGE, MADV_NOHUGEPAGE */
 	enum sp_region region;
 	uint64_t rss, anon_huge, shmem_pmd, file_pmd, priv_hugetlb, shared_hugetlb, kernel_page;
 };
@@ -75,13 +78,18 @@ static bool parse_header(const char *line, struct mapping *m)
 	m->perms[4] = 0;
 	s += 4;
 	/* Skip offset, dev and inode; what is left after the spaces is the path. */
+	m->file = false;
 	for (int field = 0; field < 3; field++) {
 		while (*s == ' ' || *s == '\t')
 			s++;
 		if (!*s)
 			return false;
-		s += strcspn(s, " \t");
+		size_t n = strcspn(s, " \t");
+		if (field == 2)
+			m->file = strspn(s, "0") != n;
+		s += n;
 	}
+	m->hg = m->nh = false;
 	while (*s == ' ' || *s == '\t')
 		s++;
 	m->region = sp_region_classify(m->perms, s);
@@ -134,6 +142,44 @@ static void add_field(struct mapping *m, const char *name, uint64_t bytes)
 	}
 }
 
+/* "VmFlags: rd wr mr mw me ac hg": the THP advice of the mapping. */
+static bool parse_vmflags(const char *line, struct mapping *m)
+{
+	if (strncmp(line, "VmFlags:", 8) != 0)
+		return false;
+	for (const char *s = line + 8; *s;) {
+		s += strspn(s, " \t");
+		size_t n = strcspn(s, " \t\r\n");
+		if (n == 2 && !strncmp(s, "hg", 2))
+			m->hg = true;
+		else if (n == 2 && !strncmp(s, "nh", 2))
+			m->nh = true;
+		s += n;
+		if (!n)
+			break;
+	}
+	return true;
+}
+
+/* Why what of m is resident is not on huge pages: the first reason that holds. */
+static enum sp_why why_not_huge(const struct mapping *m, const struct sp_coverage *cov)
+{
+	uintptr_t first = (m->start + SP_2M_SIZE - 1) & ~(uintptr_t)(SP_2M_SIZE - 1);
+	if (m->perms[3] == 's')
+		return SP_WHY_SHARED;
+	if (m->file)
+		return SP_WHY_FILE;
+	if (cov->thp_off)
+		return SP_WHY_THP_OFF;
+	if (m->nh)
+		return SP_WHY_NOHUGEPAGE;
+	if (first < m->start || first + SP_2M_SIZE > m->end)
+		return SP_WHY_SMALL;
+	if (!m->hg && !cov->thp_always)
+		return SP_WHY_NOT_ADVISED;
+	return SP_WHY_PARTIAL;
+}
+
 static void commit(const struct mapping *m, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
 		   struct sp_verify *v)
 {
@@ -148,6 +194,8 @@ static void commit(const struct mapping *m, struct sp_coverage *cov, uintptr_t l
 		cov->thp_bytes += thp;
 		cov->region[m->region].bytes += bytes;
 		cov->region[m->region].huge_bytes += huge;
+		if (bytes > huge)
+			cov->region[m->region].not_huge[why_not_huge(m, cov)] += bytes - huge;
 	}
 	if (v && m->start < hi && m->end > lo) {
 		v->rss_bytes += bytes;
@@ -303,6 +351,8 @@ int sp_smaps_parse_threads(int fd, struct sp_coverage *cov, uintptr_t lo, uintpt
 		if (have) {
 			if (f > 0)
 				add_field(&cur, name, bytes);
+			else
+				parse_vmflags(line, &cur);
 		} else if (line[strspn(line, " \t\r")]) {
 			garbage++; /* text before any mapping header: not smaps */
 		}
@@ -340,6 +390,19 @@ static int open_smaps(pid_t pid, int *fd)
 	return 0;
 }
 
+/* The process's THP switch and the machine's THP mode, for why_not_huge. */
+static void thp_facts(pid_t pid, struct sp_coverage *out)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, pid ? "/proc/%d/status" : "/proc/self/status", (int)pid);
+	if (sp_read_file(path, buf, sizeof buf) > 0) {
+		const char *t = strstr(buf, "\nTHP_enabled:");
+		out->thp_off = t && strtol(t + 14, NULL, 10) == 0;
+	}
+	if (sp_read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf) > 0)
+		out->thp_always = strstr(buf, "[always]") != NULL;
+}
+
 int sp_coverage(pid_t pid, struct sp_coverage *out)
 {
 	int fd;
@@ -348,6 +411,7 @@ int sp_coverage(pid_t pid, struct sp_coverage *out)
 	int r = open_smaps(pid, &fd);
 	if (r < 0)
 		return r;
+	thp_facts(pid, out);
 	/* Read after smaps is open: a process that is gone has been said so already. */
 	struct sp_threads t;
 	sp_threads_read(pid, &t);

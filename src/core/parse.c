@@ -25,6 +25,18 @@ static const char *const region_names[SP_REGION_COUNT] = {
 	[SP_REGION_OTHER] = "other",
 };
 
+static const char *const why_names[SP_WHY_COUNT] = {
+	[SP_WHY_SHARED] = "shared",         [SP_WHY_FILE] = "file",
+	[SP_WHY_THP_OFF] = "thp_off",       [SP_WHY_NOHUGEPAGE] = "nohugepage",
+	[SP_WHY_SMALL] = "small",           [SP_WHY_NOT_ADVISED] = "not_advised",
+	[SP_WHY_PARTIAL] = "partial",
+};
+
+const char *sp_why_name(enum sp_why w)
+{
+	return (unsigned)w < SP_WHY_COUNT ? why_names[w] : "?";
+}
+
 const char *sp_version(void)
 {
 	return SP_VERSION_STRING;

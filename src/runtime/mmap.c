@@ -328,6 +328,7 @@ EXPORT int munmap(void *addr, size_t len)
 		return 0;
 	}
 	int r = in_brk(addr, len) ? brk_demote((uintptr_t)addr, len) : 0;
+	shm_whole((uintptr_t)addr, &len);
 	if (r == 0)
 		r = sp_os->munmap(addr, len);
 	if (r == 0) {
@@ -348,6 +349,8 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 	int r = 0;
 	if (prot != (PROT_READ | PROT_WRITE) && !((uintptr_t)addr & (PAGE_SIZE - 1)))
 		r = before_change(addr, len);
+	if (!((uintptr_t)addr & (PAGE_SIZE - 1)))
+		shm_whole((uintptr_t)addr, &len);
 	if (r == 0)
 		r = sp_os->mprotect(addr, len, prot);
 	if (r < 0) {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -62,8 +63,24 @@ void rt_shm_stats_get(struct rt_shm_stats *out)
 
 /* ---------- when to ---------- */
 
-/* --shm is on and len is worth 2 MiB pages. Not under --backing 4k: that is the
- * baseline, base pages only. */
+/* Under auto, shared memory goes on 2 MiB hugetlb pages when the pool can hold it,
+ * unless SUPERPAGE_SHM says otherwise: shared memory is never copied on write, so a
+ * fork cannot take pages from the pool, and a pool with pages to spare was set up
+ * to be used (postgres's shared buffers; SUPERPAGE_SHM=no keeps it for others). */
+static bool shm_on(const struct sp_options *o)
+{
+	static int auto_on = -1;
+	if (o->shm)
+		return true;
+	if (o->backing != SP_BACKING_AUTO)
+		return false;
+	if (auto_on < 0)
+		auto_on = getenv("SUPERPAGE_SHM") == NULL;
+	return auto_on;
+}
+
+/* --shm is on (or auto) and len is worth 2 MiB pages. Not under --backing 4k: that is
+ * the baseline, base pages only. */
 static bool wanted(size_t len)
 {
 	const struct sp_options *o;
@@ -71,7 +88,7 @@ static bool wanted(size_t len)
 	if (!rt_init())
 		return false;
 	o = rt_options();
-	return o->shm && o->backing != SP_BACKING_4K && o->min && len >= o->min;
+	return shm_on(o) && o->backing != SP_BACKING_4K && o->min && len >= o->min;
 }
 
 static bool round_2m(size_t len, size_t *out)
@@ -322,10 +339,12 @@ EXPORT int shmctl(int id, int cmd, struct shmid_ds *buf)
 #define N_ANON 128
 static struct anon_map {
 	uintptr_t start;
-	size_t len;
+	size_t len;         /* mapped, a multiple of 2 MiB */
+	size_t asked;       /* as the program asked, page-rounded */
 	pid_t pid;
 	uint64_t forks;
 } anon[N_ANON];
+static _Atomic int n_anon; /* entries in use: munmap looks only when there are some */
 
 static bool anon_track_room(void)
 {
@@ -337,14 +356,40 @@ static bool anon_track_room(void)
 	return room;
 }
 
-static void anon_track(uintptr_t start, size_t len)
+static size_t page_up(size_t n) { return (n + 4095) & ~(size_t)4095; }
+
+/* An entry no longer tracked; under segs_lock. */
+static void anon_drop(struct anon_map *m)
+{
+	if (m->len || m->asked || m->start) {
+		*m = (struct anon_map){ 0 };
+		atomic_fetch_sub(&n_anon, 1);
+	}
+}
+
+static void anon_track(uintptr_t start, size_t len, size_t asked)
 {
 	pthread_mutex_lock(&segs_lock);
 	for (int i = 0; i < N_ANON; i++)
 		if (anon[i].len == 0) {
-			anon[i] = (struct anon_map){ start, len, getpid(), forks };
+			anon[i] = (struct anon_map){ start, len, page_up(asked), getpid(), forks };
+			atomic_fetch_add(&n_anon, 1);
 			break;
 		}
+	pthread_mutex_unlock(&segs_lock);
+}
+
+void shm_whole(uintptr_t a, size_t *len)
+{
+	if (!atomic_load(&n_anon))
+		return;
+	pthread_mutex_lock(&segs_lock);
+	for (int i = 0; i < N_ANON; i++) {
+		struct anon_map *m = &anon[i];
+		if (m->len && a >= m->start && a < m->start + m->asked &&
+		    a + page_up(*len) == m->start + m->asked)
+			*len = m->start + m->len - a;
+	}
 	pthread_mutex_unlock(&segs_lock);
 }
 
@@ -360,6 +405,8 @@ static struct anon_map *anon_at(uintptr_t a)
 void shm_unmapped(uintptr_t a, size_t len)
 {
 	uintptr_t end = a + len;
+	if (!atomic_load(&n_anon))
+		return;
 	pthread_mutex_lock(&segs_lock);
 	for (int i = 0; i < N_ANON; i++) {
 		struct anon_map *m = &anon[i];
@@ -367,13 +414,17 @@ void shm_unmapped(uintptr_t a, size_t len)
 		if (!m->len || end <= s || a >= e)
 			continue;
 		if (a <= s && end >= e)
-			m->len = 0;              /* all of it */
+			anon_drop(m);            /* all of it */
 		else if (a <= s)
-			*m = (struct anon_map){ end, e - end, m->pid, m->forks };
-		else if (end >= e)
-			m->len = a - s;          /* its tail */
+			*m = (struct anon_map){ end, e - end, s + m->asked > end ? s + m->asked - end : 0,
+						m->pid, m->forks };
 		else
-			m->len = a - s;          /* a hole: the part after it is left untracked */
+			m->len = a - s;          /* its tail, or a hole: what follows is left
+			                            untracked */
+		if (m->asked > m->len)
+			m->asked = m->len;
+		if (!m->len)
+			anon_drop(m);
 	}
 	pthread_mutex_unlock(&segs_lock);
 }
@@ -422,9 +473,13 @@ int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_a
 	pthread_mutex_lock(&segs_lock);
 	struct anon_map *m = anon_at(s);
 	have = m ? m->len : 0;
+	size_t asked = m ? m->asked : 0;
 	mine = m && m->pid == getpid() && m->forks == forks;
 	pthread_mutex_unlock(&segs_lock);
-	/* Only growth of a whole mapping of ours is the kernel's to refuse. */
+	/* Only growth of a whole mapping of ours is the kernel's to refuse (what it
+	 * asked for, or what it was given). */
+	if (have && page_up(old_len) == asked)
+		old_len = have;
 	if (!have || old_len != have || new_len <= old_len || want < new_len ||
 	    (flags & ~(MREMAP_MAYMOVE | MREMAP_FIXED)) ||
 	    (fixed && (!(flags & MREMAP_MAYMOVE) || ((uintptr_t)new_addr & (SP_2M_SIZE - 1)))))
@@ -457,7 +512,7 @@ int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_a
 	}
 	if (at != old)
 		sp_os->munmap(old, have);
-	shm_moved(s, have, (uintptr_t)*out, want);
+	shm_moved(s, have, (uintptr_t)*out, new_len);
 	return 1;
 }
 
@@ -465,11 +520,14 @@ void shm_moved(uintptr_t old, size_t old_len, uintptr_t to, size_t new_len)
 {
 	pthread_mutex_lock(&segs_lock);
 	struct anon_map *m = anon_at(old);
-	if (m && m->len == old_len) {
+	if (m && to != old && anon_at(to)) {
+		anon_drop(m); /* moved into a mapping tracked already (a copy of shm_map's) */
+	} else if (m && (m->len == old_len || m->asked == page_up(old_len))) {
 		m->start = to;
 		m->len = (new_len + SP_2M_SIZE - 1) & ~(SP_2M_SIZE - 1);
+		m->asked = page_up(new_len);
 	} else if (m) {
-		m->len = 0; /* part of it: left to the kernel from now on */
+		anon_drop(m); /* part of it: left to the kernel from now on */
 	}
 	pthread_mutex_unlock(&segs_lock);
 }
@@ -495,13 +553,20 @@ void *shm_map(size_t len, int prot, int flags)
 	if (prot != (PROT_READ | PROT_WRITE) || (flags & ~allowed) ||
 	    (flags & (MAP_SHARED | MAP_ANONYMOUS)) != (MAP_SHARED | MAP_ANONYMOUS) || !wanted(len))
 		return NULL;
-	/* The kernel refuses munmap and mprotect on part of a 2 MiB page: the program's
-	 * munmap(p, len) of its whole mapping would fail with EINVAL. */
+	/* A length that is not a multiple of 2 MiB is rounded up when that costs at most
+	 * 1/32 of it (the program's munmap, mprotect and mremap of its length are taken to
+	 * the end of the mapping: shm_whole); a shorter one stays on base pages. */
+	size_t asked = len;
 	if (len & (SP_2M_SIZE - 1)) {
-		if (fall(ANON, SP_FALL_UNSUPPORTED))
-			rt_verbose(1, "pid %d: --shm: %s of %zu bytes stays on base pages: its length "
-				   "is not a multiple of 2 MiB", (int)getpid(), what[ANON], len);
-		return NULL;
+		size_t up = (len + SP_2M_SIZE - 1) & ~(size_t)(SP_2M_SIZE - 1);
+		if (up < len || (up - len) > len / 32) {
+			if (fall(ANON, SP_FALL_UNSUPPORTED))
+				rt_verbose(1, "pid %d: --shm: %s of %zu bytes stays on base pages: its "
+					   "length is not a multiple of 2 MiB, and 2 MiB pages would add "
+					   "over 1/32 to it", (int)getpid(), what[ANON], len);
+			return NULL;
+		}
+		len = up;
 	}
 	if (atomic_load(&memfd_unsupported)) {
 		fall(ANON, SP_FALL_UNSUPPORTED);
@@ -543,7 +608,7 @@ void *shm_map(size_t len, int prot, int flags)
 			say_map_fall("the hugetlb memfd could not be sized or mapped", len, -r);
 		return NULL;
 	}
-	anon_track((uintptr_t)out, len);
+	anon_track((uintptr_t)out, len, asked);
 	atomic_fetch_add(&n_maps, 1);
 	atomic_fetch_add(&n_map_bytes, len);
 	rt_verbose(2, "pid %d: --shm: shared anonymous mapping %p of %zu bytes on 2 MiB "

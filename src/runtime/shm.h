@@ -35,6 +35,10 @@ void *shm_map(size_t len, int prot, int flags);
 int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr, void **out);
 /* The program unmapped [a, a+len): what of those mappings it held is forgotten. */
 void shm_unmapped(uintptr_t a, size_t len);
+/* A munmap or mprotect of [a, a+*len) that ends where a mapping of those ends as the
+ * program asked for it (its length rounded up to 2 MiB pages) is taken to the mapping's
+ * end: the kernel refuses part of a hugetlb page. */
+void shm_whole(uintptr_t a, size_t *len);
 /* The kernel moved or resized [old, old+old_len) to [to, to+new_len). */
 void shm_moved(uintptr_t old, size_t old_len, uintptr_t to, size_t new_len);
 

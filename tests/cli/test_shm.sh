@@ -105,17 +105,35 @@ test_same_output() {
 	if same_as_plain same; then pass shm_same_output; else fail shm_same_output "$why"; fi
 }
 
-# ---------- (d) without --shm, nothing shared is on hugetlb ----------
+# ---------- (d) without --shm under thp, or with SUPERPAGE_SHM=no, nothing shared is
+# on hugetlb; under auto, what the pool can hold is ----------
 
 test_off() {
 	local all0="shm hugetlb=0 key hugetlb=0 anon hugetlb=0 odd hugetlb=0 grow hugetlb=0" note=''
-	# With a pool that could hold it, so that "not on hugetlb" is --shm's doing.
+	local want="shm hugetlb=1 key hugetlb=1 anon hugetlb=1 odd hugetlb=0 grow hugetlb=1"
+	# With a pool that could hold it, so that "not on hugetlb" is the option's doing.
 	pool_add 16 || note="(no pool set up: $why)"
-	run off "$SP" run -- "$PROG" --huge
+	run off "$SP" run --backing thp -- "$PROG" --huge
 	if same_as_plain off && huge_is off "$all0"; then
 		pass shm_off_not_huge "$note"
 	else
 		fail shm_off_not_huge "$why"
+	fi
+	SUPERPAGE_SHM=no run no "$SP" run -- "$PROG" --huge
+	if same_as_plain no && huge_is no "$all0"; then
+		pass shm_no_not_huge "$note"
+	else
+		fail shm_no_not_huge "$why"
+	fi
+	if [ -n "$note" ]; then
+		skip shm_auto_hugetlb "$note"
+	else
+		run auto "$SP" run -- "$PROG" --huge
+		if same_as_plain auto && huge_is auto "$want"; then
+			pass shm_auto_hugetlb
+		else
+			fail shm_auto_hugetlb "$why"
+		fi
 	fi
 	put_pool_back
 }

@@ -302,6 +302,65 @@ static void test_regions_parsed(void)
 	CHECK_EQ(c.thp_bytes, 2048 * KB);
 }
 
+/* ---- why memory is not huge: a reason per mapping, the first that holds ---- */
+
+static void test_why(void)
+{
+	static const char t[] =
+		/* shared, not hugetlb */
+		"7f0000000000-7f0000400000 rw-s 00000000 00:01 1234 /dev/zero (deleted)\n"
+		"Rss: 100 kB\nVmFlags: rd wr sh mr mw me ms sd\n"
+		/* a file's pages */
+		"7f0000400000-7f0000800000 r-xp 00000000 08:01 99 /usr/lib/libx.so\n"
+		"Rss: 200 kB\nVmFlags: rd ex mr mw me sd\n"
+		/* advised NOHUGEPAGE, room for units */
+		"7f0000800000-7f0001000000 rw-p 00000000 00:00 0\n"
+		"Rss: 300 kB\nAnonHugePages: 0 kB\nVmFlags: rd wr mr mw me ac sd nh\n"
+		/* advised, but no whole aligned 2 MiB inside */
+		"7f0001001000-7f0001201000 rw-p 00000000 00:00 0\n"
+		"Rss: 400 kB\nVmFlags: rd wr mr mw me ac sd hg\n"
+		/* room, not advised */
+		"7f0001400000-7f0001c00000 rw-p 00000000 00:00 0\n"
+		"Rss: 4096 kB\nAnonHugePages: 2048 kB\nVmFlags: rd wr mr mw me ac sd\n"
+		/* room, advised, partly huge */
+		"7f0001c00000-7f0002400000 rw-p 00000000 00:00 0\n"
+		"Rss: 6144 kB\nAnonHugePages: 4096 kB\nVmFlags: rd wr mr mw me ac sd hg\n";
+	struct sp_coverage c;
+	setup();
+	CHECK_EQ(parse(t, strlen(t), &c, 0, 0, NULL), 0);
+	CHECK_EQ(c.mappings, 6);
+	CHECK_EQ(c.region[SP_REGION_SHM].not_huge[SP_WHY_SHARED], 100 * KB);
+	CHECK_EQ(c.region[SP_REGION_TEXT].not_huge[SP_WHY_FILE], 200 * KB);
+	const struct sp_usage *a = &c.region[SP_REGION_ANON];
+	CHECK_EQ(a->not_huge[SP_WHY_NOHUGEPAGE], 300 * KB);
+	CHECK_EQ(a->not_huge[SP_WHY_SMALL], 400 * KB);
+	CHECK_EQ(a->not_huge[SP_WHY_NOT_ADVISED], 2048 * KB);
+	CHECK_EQ(a->not_huge[SP_WHY_PARTIAL], 2048 * KB);
+	/* every byte that is not huge has a reason */
+	uint64_t why = 0;
+	for (int r = 0; r < SP_REGION_COUNT; r++)
+		for (int w = 0; w < SP_WHY_COUNT; w++)
+			why += c.region[r].not_huge[w];
+	CHECK_EQ(why, c.rss_bytes - c.huge_bytes);
+	/* THP always: nothing needs advice; THP off for the process: that first */
+	memset(&c, 0, sizeof c);
+	c.thp_always = true;
+	fk_file_n("/proc/4242/smaps", t, strlen(t));
+	int fd = sp_os->open("/proc/4242/smaps", O_RDONLY, 0);
+	CHECK_EQ(sp_smaps_parse(fd, &c, 0, 0, NULL), 0);
+	sp_os->close(fd);
+	CHECK_EQ(c.region[SP_REGION_ANON].not_huge[SP_WHY_NOT_ADVISED], 0);
+	CHECK_EQ(c.region[SP_REGION_ANON].not_huge[SP_WHY_PARTIAL], 4096 * KB);
+	memset(&c, 0, sizeof c);
+	c.thp_off = true;
+	fd = sp_os->open("/proc/4242/smaps", O_RDONLY, 0);
+	CHECK_EQ(sp_smaps_parse(fd, &c, 0, 0, NULL), 0);
+	sp_os->close(fd);
+	CHECK_EQ(c.region[SP_REGION_ANON].not_huge[SP_WHY_THP_OFF], (300 + 400 + 2048 + 2048) * KB);
+	CHECK_EQ(c.region[SP_REGION_SHM].not_huge[SP_WHY_SHARED], 100 * KB);
+	CHECK(strcmp(sp_why_name(SP_WHY_NOT_ADVISED), "not_advised") == 0);
+}
+
 /* ---- thread stacks: anonymous memory that holds a thread's stack pointer ---- */
 
 static void task(const char *tid, const char *syscall_text)
@@ -638,6 +697,7 @@ int main(void)
 	RUN(test_verify_range);
 	RUN(test_classify);
 	RUN(test_regions_parsed);
+	RUN(test_why);
 	RUN(test_thread_stacks);
 	RUN(test_truncated_last_line);
 	RUN(test_cut_in_number);
