@@ -48,7 +48,7 @@ RT_OBJ := $(RT_SRC:%.c=$(B)/obj/%.o)
 RT_CORE_OBJ := $(RT_CORE_SRC:%.c=$(B)/obj/%.o)
 PRELOAD_LIB_SRC := $(wildcard tests/preload/lib/*.c)
 PRELOAD_BIN := $(PRELOAD_SRC:%.c=$(B)/%) $(B)/tests/preload/textuse-plain \
-	$(PRELOAD_LIB_SRC:%.c=$(B)/%.so)
+	$(PRELOAD_LIB_SRC:%.c=$(B)/%.so) $(B)/tests/preload/deepbind-runpath
 UNIT_HELP_OBJ := $(UNIT_HELP:%.c=$(B)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:%.c=$(B)/%)
 SYS_BIN := $(SYS_SRC:%.c=$(B)/%)
@@ -130,6 +130,12 @@ $(B)/tests/preload/%: tests/preload/%.c tests/preload/smaps_kb.h
 $(B)/tests/preload/lib/%.so: tests/preload/lib/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -shared -fPIC -o $@ $< -lpthread
+
+# deepbind-runpath finds its library by its RUNPATH ($ORIGIN/lib), as glibc's dlopen
+# reads it from the caller it sees: the program's, through the runtime's dlopen.
+$(B)/tests/preload/deepbind-runpath: tests/preload/deepbind.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/lib'
 
 # textuse's segments are 2 MiB-aligned, as superpage-run(7) tells users to link for
 # --text; textuse-plain is the same program linked as usual.

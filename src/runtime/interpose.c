@@ -195,24 +195,75 @@ static int shallow(const char *file, int flags)
 	return flags & ~RTLD_DEEPBIND;
 }
 
+/* glibc's dlopen finds its caller by its return address: the object whose RUNPATH and
+ * $ORIGIN the search uses, and the namespace the library goes into. So the real one
+ * must be reached by a jump, with the program's return address on the stack, not by a
+ * call from here: on x86-64 the entry points are a few instructions that take the
+ * flags from sp_dl_flags and jump; elsewhere a C tail call, which the compiler makes
+ * one at -O2 (tests/cli/test_interplay.sh's deepbind_runpath sees if it did not). */
+__attribute__((used)) void *sp_real_dlopen, *sp_real_dlmopen;
+
+static void *next(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+__attribute__((used)) int sp_dl_flags(const char *file, int flags)
+{
+	if (!__atomic_load_n(&sp_real_dlopen, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&sp_real_dlopen, next("dlopen"), __ATOMIC_RELEASE);
+	return shallow(file, flags);
+}
+
+__attribute__((used)) int sp_dlm_flags(Lmid_t lmid, const char *file, int flags)
+{
+	if (!__atomic_load_n(&sp_real_dlmopen, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&sp_real_dlmopen, next("dlmopen"), __ATOMIC_RELEASE);
+	return lmid == LM_ID_BASE ? shallow(file, flags) : flags;
+}
+
+#if defined(__x86_64__)
+/* dlopen(rdi file, esi flags); dlmopen(rdi lmid, rsi file, edx flags). The arguments
+ * are kept across the call (three pushes: the stack 16-byte aligned at it). */
+__asm__(".text\n"
+	".globl dlopen\n"
+	".type dlopen, @function\n"
+	"dlopen:\n"
+	"	endbr64\n"
+	"	push %rdi\n"
+	"	push %rsi\n"
+	"	sub $8, %rsp\n"
+	"	call sp_dl_flags\n"
+	"	add $8, %rsp\n"
+	"	pop %rsi\n"
+	"	pop %rdi\n"
+	"	mov %eax, %esi\n"
+	"	jmp *sp_real_dlopen(%rip)\n"
+	".size dlopen, .-dlopen\n"
+	".globl dlmopen\n"
+	".type dlmopen, @function\n"
+	"dlmopen:\n"
+	"	endbr64\n"
+	"	push %rdi\n"
+	"	push %rsi\n"
+	"	push %rdx\n"
+	"	call sp_dlm_flags\n"
+	"	pop %rdx\n"
+	"	pop %rsi\n"
+	"	pop %rdi\n"
+	"	mov %eax, %edx\n"
+	"	jmp *sp_real_dlmopen(%rip)\n"
+	".size dlmopen, .-dlmopen\n");
+#else
 EXPORT void *dlopen(const char *file, int flags)
 {
-	static void *(*real)(const char *, int);
-	void *(*f)(const char *, int) = __atomic_load_n(&real, __ATOMIC_RELAXED);
-	if (!f) {
-		f = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-		__atomic_store_n(&real, f, __ATOMIC_RELAXED);
-	}
-	return f(file, shallow(file, flags));
+	flags = sp_dl_flags(file, flags);
+	return ((void *(*)(const char *, int))sp_real_dlopen)(file, flags);
 }
 
 EXPORT void *dlmopen(Lmid_t lmid, const char *file, int flags)
 {
-	static void *(*real)(Lmid_t, const char *, int);
-	void *(*f)(Lmid_t, const char *, int) = __atomic_load_n(&real, __ATOMIC_RELAXED);
-	if (!f) {
-		f = (void *(*)(Lmid_t, const char *, int))dlsym(RTLD_NEXT, "dlmopen");
-		__atomic_store_n(&real, f, __ATOMIC_RELAXED);
-	}
-	return f(lmid, file, lmid == LM_ID_BASE ? shallow(file, flags) : flags);
+	flags = sp_dlm_flags(lmid, file, flags);
+	return ((void *(*)(Lmid_t, const char *, int))sp_real_dlmopen)(lmid, file, flags);
 }
+#endif

@@ -26,7 +26,7 @@ if [ -n "$why" ]; then
 	skip interplay "$why; the preload runs in the plain build"
 	exit 0
 fi
-for f in "$RT" "$P/forks" "$P/deepbind" "$P/thpoff" "$P/apiedges" "$P/lib/deeplib.so" "$P/lib/atforklib.so"; do
+for f in "$RT" "$P/forks" "$P/deepbind" "$P/deepbind-runpath" "$P/thpoff" "$P/apiedges" "$P/lib/deeplib.so" "$P/lib/atforklib.so"; do
 	if [ ! -e "$f" ]; then
 		fail interplay_built "$f is missing: build with make B=$B tests"
 		exit 1
@@ -82,6 +82,9 @@ same_as_plain() { # name options... -- command...
 test_deepbind() {
 	same_as_plain deepbind_auto -- "$P/deepbind" "$P/lib/deeplib.so"
 	same_as_plain deepbind_4k_no_heap --backing 4k --no-heap -- "$P/deepbind" "$P/lib/deeplib.so"
+	# by a bare name, through the program's RUNPATH: glibc's dlopen must see the
+	# program as its caller, not the runtime
+	same_as_plain deepbind_runpath -- "$P/deepbind-runpath" deeplib.so
 	# said once under --verbose
 	limited "$tmp/v.out" "$tmp/v.err" "$SP" run -v -- "$P/deepbind" "$P/lib/deeplib.so"
 	if [ "$(grep -c 'RTLD_DEEPBIND' "$tmp/v.err")" = 1 ]; then
