@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -333,9 +334,13 @@ EXPORT int shmctl(int id, int cmd, struct shmid_ds *buf)
 /* ---------- shared anonymous mappings ---------- */
 
 /* The mappings made here, for mremap: the kernel refuses to grow a hugetlb mapping
- * (its reservation cannot be split), where a shared anonymous one grows. Under
+ * (its reservation cannot be split), where a shared anonymous one grows; growing it
+ * needs its file again. As root that is /proc/self/map_files, and the memfd is closed
+ * at once; otherwise the memfd is kept, close-on-exec, at a descriptor of 512 or more
+ * (out of the way of select's), known by its inode: a program that closes descriptors
+ * it did not open closes it, and the inode tells a descriptor it reused. Under
  * segs_lock. A mapping is private to this process while no fork has been made since
- * it was mapped, in this process: its memfd is closed, so only a fork could share it. */
+ * it was mapped, in this process (only a fork could share it then). */
 #define N_ANON 128
 static struct anon_map {
 	uintptr_t start;
@@ -343,6 +348,9 @@ static struct anon_map {
 	size_t asked;       /* as the program asked, page-rounded */
 	pid_t pid;
 	uint64_t forks;
+	int fd;             /* the memfd kept (not root), or -1 */
+	dev_t dev;
+	ino_t ino;
 } anon[N_ANON];
 static _Atomic int n_anon; /* entries in use: munmap looks only when there are some */
 
@@ -358,25 +366,48 @@ static bool anon_track_room(void)
 
 static size_t page_up(size_t n) { return (n + 4095) & ~(size_t)4095; }
 
-/* An entry no longer tracked; under segs_lock. */
-static void anon_drop(struct anon_map *m)
+/* Whether fd is still the memfd kept in m. */
+static bool kept_fd(const struct anon_map *m)
 {
-	if (m->len || m->asked || m->start) {
-		*m = (struct anon_map){ 0 };
-		atomic_fetch_sub(&n_anon, 1);
-	}
+	struct stat st;
+	return m->fd >= 0 && fstat(m->fd, &st) == 0 && st.st_dev == m->dev && st.st_ino == m->ino;
 }
 
-static void anon_track(uintptr_t start, size_t len, size_t asked)
+/* An entry no longer tracked; under segs_lock. Its memfd is closed if it is still
+ * ours (another entry may share it: one moved from it). */
+static void anon_drop(struct anon_map *m)
 {
+	if (!(m->len || m->asked || m->start))
+		return;
+	bool shared = false;
+	for (int i = 0; i < N_ANON && m->fd >= 0; i++)
+		shared |= &anon[i] != m && anon[i].len && anon[i].fd == m->fd;
+	if (!shared && kept_fd(m))
+		sp_os->close(m->fd);
+	*m = (struct anon_map){ .fd = -1 };
+	atomic_fetch_sub(&n_anon, 1);
+}
+
+/* fd: the memfd, kept (not root) or -1. */
+static void anon_track(uintptr_t start, size_t len, size_t asked, int fd)
+{
+	struct stat st = { 0 };
+	if (fd >= 0 && fstat(fd, &st) < 0) {
+		sp_os->close(fd);
+		fd = -1;
+	}
 	pthread_mutex_lock(&segs_lock);
 	for (int i = 0; i < N_ANON; i++)
 		if (anon[i].len == 0) {
-			anon[i] = (struct anon_map){ start, len, page_up(asked), getpid(), forks };
+			anon[i] = (struct anon_map){ start, len, page_up(asked), getpid(), forks,
+						     fd, st.st_dev, st.st_ino };
 			atomic_fetch_add(&n_anon, 1);
+			fd = -1;
 			break;
 		}
 	pthread_mutex_unlock(&segs_lock);
+	if (fd >= 0)
+		sp_os->close(fd);
 }
 
 void shm_whole(uintptr_t a, size_t *len)
@@ -417,7 +448,7 @@ void shm_unmapped(uintptr_t a, size_t len)
 			anon_drop(m);            /* all of it */
 		else if (a <= s)
 			*m = (struct anon_map){ end, e - end, s + m->asked > end ? s + m->asked - end : 0,
-						m->pid, m->forks };
+						m->pid, m->forks, m->fd, m->dev, m->ino };
 		else
 			m->len = a - s;          /* its tail, or a hole: what follows is left
 			                            untracked */
@@ -434,17 +465,21 @@ void shm_unmapped(uintptr_t a, size_t len)
  * memfd is closed; root only). (hugetlbfs grows the file to the mapping: the new part
  * reads as zero, where the kernel's shared anonymous object, which keeps its size,
  * would give SIGBUS; a program that runs plain never touches it.) 0, or -errno. */
-static int same_file(uintptr_t s, size_t len, size_t new_len, void *to, void **out)
+static int same_file(uintptr_t s, size_t len, size_t new_len, void *to, void **out, int kept)
 {
 	char path[64];
-	snprintf(path, sizeof path, "/proc/self/map_files/%lx-%lx", (unsigned long)s,
-		 (unsigned long)(s + len));
-	int fd = sp_os->open(path, O_RDWR | O_CLOEXEC, 0);
-	if (fd < 0)
-		return fd;
+	int fd = kept;
+	if (fd < 0) {
+		snprintf(path, sizeof path, "/proc/self/map_files/%lx-%lx", (unsigned long)s,
+			 (unsigned long)(s + len));
+		fd = sp_os->open(path, O_RDWR | O_CLOEXEC, 0);
+		if (fd < 0)
+			return fd;
+	}
 	int r = sp_os->mmap(to, new_len, PROT_READ | PROT_WRITE, MAP_SHARED | (to ? MAP_FIXED : 0),
 			    fd, 0, out);
-	sp_os->close(fd);
+	if (fd != kept)
+		sp_os->close(fd);
 	return r;
 }
 
@@ -475,6 +510,7 @@ int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_a
 	have = m ? m->len : 0;
 	size_t asked = m ? m->asked : 0;
 	mine = m && m->pid == getpid() && m->forks == forks;
+	int kept = m && kept_fd(m) ? m->fd : -1;
 	pthread_mutex_unlock(&segs_lock);
 	/* Only growth of a whole mapping of ours is the kernel's to refuse (what it
 	 * asked for, or what it was given). */
@@ -498,14 +534,15 @@ int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_a
 		}
 		at = old;
 	}
-	r = same_file(s, have, want, at, out);
+	r = same_file(s, have, want, at, out, kept);
 	if (r < 0 && mine && at != old)
 		r = copy_of(s, have, want, at, out);
 	if (r < 0) {
 		if (hold)
 			sp_os->munmap(hold, want - have);
 		rt_verbose(1, "pid %d: --shm: %s at %p could not grow to %zu bytes: its hugetlb "
-			   "memory cannot be reopened (/proc/self/map_files needs root)%s",
+			   "file cannot be had again (its descriptor was closed by the program, "
+			   "and /proc/self/map_files needs root)%s",
 			   (int)getpid(), what[ANON], old, new_len,
 			   mine ? "" : " and may be shared with another process");
 		return r == -ENOMEM ? r : -ENOMEM;
@@ -602,13 +639,15 @@ void *shm_map(size_t len, int prot, int flags)
 	errno = e;
 	if (r == 0)
 		r = sp_os->mmap(NULL, len, prot, MAP_SHARED | (flags & MAP_POPULATE), fd, 0, &out);
+	/* Not root: kept, for mremap (above). */
+	int kept = r == 0 && geteuid() != 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 512) : -1;
 	sp_os->close(fd);
 	if (r < 0) {
 		if (fall(ANON, r == -ENOMEM ? SP_FALL_POOL_EMPTY : SP_FALL_MMAP))
 			say_map_fall("the hugetlb memfd could not be sized or mapped", len, -r);
 		return NULL;
 	}
-	anon_track((uintptr_t)out, len, asked);
+	anon_track((uintptr_t)out, len, asked, kept);
 	atomic_fetch_add(&n_maps, 1);
 	atomic_fetch_add(&n_map_bytes, len);
 	rt_verbose(2, "pid %d: --shm: shared anonymous mapping %p of %zu bytes on 2 MiB "

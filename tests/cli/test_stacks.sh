@@ -309,6 +309,8 @@ test_attrs() {
 }
 
 # ---------- THP off for the process: glibc's stacks, counted and said once ----------
+# (--honour-thp-disable: by default the program's own PR_SET_THP_DISABLE leaves THP on
+# for the runtime's memory, stacks included; test_interplay.sh tests that)
 
 test_thp_off() {
 	local falls said
@@ -316,7 +318,7 @@ test_thp_off() {
 		skip stacks_thp_off "no jq or python3 to read JSON"
 		return
 	fi
-	run nothp "$SP" run --stacks -v --stats="$tmp/nothp.json" -- "$PROG" nothp deep
+	run nothp "$SP" run --stacks --honour-thp-disable -v --stats="$tmp/nothp.json" -- "$PROG" nothp deep
 	falls=$(json "$tmp/nothp.json" stacks.falls.thp_off)
 	said=$(grep -c -- "--stacks: a thread's stack stays glibc's, on base pages: THP is never" "$tmp/nothp.err")
 	if ! same_as_plain nothp; then

@@ -214,8 +214,10 @@ static void grown(unsigned seed, bool huge, int *hp)
 	if (pid < 0)
 		die("fork");
 	if (pid == 0) {
-		/* the parent's writes after its mremap, seen here */
+		/* the parent's writes after its mremap, seen here (a parent that dies
+		 * first ends the wait: its end of the pipe closes) */
 		char c;
+		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
 			_exit(2);
 		for (size_t i = 0; i < len; i++)
@@ -223,6 +225,7 @@ static void grown(unsigned seed, bool huge, int *hp)
 				_exit(3);
 		_exit(0);
 	}
+	close(go[0]);
 	unsigned char *g = mremap(m, len, big, MREMAP_MAYMOVE);
 	if (g == MAP_FAILED)
 		die("mremap of a shared anonymous mapping, grown");
@@ -253,7 +256,6 @@ static void grown(unsigned seed, bool huge, int *hp)
 		die("the shrunk mapping lost its first byte");
 	if (munmap(g, 2 * MB) < 0)
 		die("munmap of the grown mapping");
-	close(go[0]);
 	close(go[1]);
 	printf("grow size %zu to %zu checksum %016llx\n", len, big, (unsigned long long)h);
 }
