@@ -56,7 +56,6 @@ static _Atomic uint64_t st_falls_2m[SP_FALL_COUNT]; /* steps the pool did not gi
  * reaches it (PROT_NONE, MAP_NORESERVE), and a ulimit -v may leave less. */
 static const size_t range_sizes_mib[] = { 64 << 10, 16 << 10, 4 << 10, 1 << 10, 256, 64 };
 
-static uintptr_t page_up(uintptr_t a) { return (a + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1); }
 static uintptr_t unit_up(uintptr_t a) { return (a + UNIT_SIZE - 1) & ~(UNIT_SIZE - 1); }
 static uintptr_t unit_down(uintptr_t a) { return a & ~(UNIT_SIZE - 1); }
 static uintptr_t min_addr(uintptr_t a, uintptr_t b) { return a < b ? a : b; }

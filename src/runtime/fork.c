@@ -36,19 +36,9 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* The modules' handlers (heap.c, brk.c, shm.c). Prepare runs shm, heap, brk (the
+/* The modules' handlers (heap.h) run in one order. Prepare runs shm, heap, brk (the
  * heap's locks before the break's: brk.c calls the page heap under its own lock);
  * parent and child the other way. */
-void heap_fork_prepare(void);
-void heap_fork_parent(void);
-void heap_fork_child(void);
-void brk_fork_prepare(void);
-void brk_fork_parent(void);
-void brk_fork_child(void);
-bool brk_fork_staged(void);
-void brk_fork_fixup(void);
-void shm_fork_prepare(void);
-void shm_fork_after(void);
 
 static struct sigaction prior;  /* the program's SIGSEGV action while the guard stands */
 static volatile sig_atomic_t guarding;

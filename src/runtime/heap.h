@@ -29,6 +29,9 @@
 #define UNIT_SIZE (1ul << UNIT_SHIFT)
 #define PAGES_PER_UNIT (UNIT_SIZE / PAGE_SIZE)
 
+/* a (an address or a length) rounded up to a whole page */
+static inline uintptr_t page_up(uintptr_t a) { return (a + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1); }
+
 /* ---- size classes (sizeclass.c) ---- */
 #define NCLASS 168
 #define COARSE_MIN 8192          /* from here 8 classes per doubling, not 32 */
@@ -203,6 +206,19 @@ void pages_fork_fixup(void);
 void pages_fork_child(void);
 /* Registers the runtime's fork handlers (fork.c), once, at load time. */
 void rt_fork_init(void);
+/* The modules' parts of them, which fork.c calls in its order: the heap's locks
+ * (heap.c), the break's hugetlb steps (brk.c: staged, and the child's copy, as
+ * pages_fork_*), the SysV table's lock (shm.c). */
+void heap_fork_prepare(void);
+void heap_fork_parent(void);
+void heap_fork_child(void);
+void brk_fork_prepare(void);
+bool brk_fork_staged(void);
+void brk_fork_parent(void);
+void brk_fork_fixup(void);
+void brk_fork_child(void);
+void shm_fork_prepare(void);
+void shm_fork_after(void);
 
 void pages_lock(void);
 void pages_unlock(void);

@@ -75,11 +75,6 @@ static bool in_brk(const void *addr, size_t len)
 	return brk_range(&lo, &hi) && a < hi && a + len > lo;
 }
 
-static size_t page_round(size_t len)
-{
-	return (len + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
-}
-
 /* Before a fixed mapping of the program's lands on [addr, addr+len) (page-aligned,
  * and allowed: fixed_into_heap_refused): see before_change, and the pages of its
  * mappings' units that it had unmapped are its own again. */
@@ -160,7 +155,7 @@ static _Atomic uint64_t reserved[N_RESERVED];
 
 static void reserved_add(uintptr_t a, size_t len)
 {
-	uint64_t first = a >> PAGE_SHIFT, pages = page_round(len) >> PAGE_SHIFT, z = 0;
+	uint64_t first = a >> PAGE_SHIFT, pages = page_up(len) >> PAGE_SHIFT, z = 0;
 	if (first >> (64 - RESERVED_PAGE_BITS) || pages >> RESERVED_PAGE_BITS)
 		return;
 	for (int i = 0; i < N_RESERVED; i++, z = 0)
@@ -214,7 +209,7 @@ static void managed_advise(void *addr, size_t len)
 		pages_note_fall(SP_BACKING_1G, SP_FALL_PROGRAM_PAGES);
 	if (o->backing == SP_BACKING_1G || o->backing == SP_BACKING_2M)
 		pages_note_fall(SP_BACKING_2M, SP_FALL_PROGRAM_PAGES);
-	sp_os->madvise(addr, page_round(len), MADV_HUGEPAGE);
+	sp_os->madvise(addr, page_up(len), MADV_HUGEPAGE);
 	errno = e;
 }
 
@@ -228,7 +223,7 @@ static void *managed_map(void *addr, size_t len, int prot, int flags, int fd, of
 		return real_mmap(addr, len, prot, flags, fd, off);
 	/* (PROT_NONE: nothing to populate.) */
 	if (addr || prot != PROT_NONE || len > SIZE_MAX - 2 * UNIT_SIZE ||
-	    sp_map_aligned(page_round(len), UNIT_SIZE, prot, flags, &p) < 0)
+	    sp_map_aligned(page_up(len), UNIT_SIZE, prot, flags, &p) < 0)
 		p = real_mmap(addr, len, prot, flags, fd, off);
 	if (p != MAP_FAILED && managed_place(p, len)) {
 		managed_advise(p, len);
@@ -398,7 +393,7 @@ static int advise_pieces(uintptr_t a, uintptr_t end, int advice)
 
 EXPORT int madvise(void *addr, size_t len, int advice)
 {
-	uintptr_t a = (uintptr_t)addr, end = a + page_round(len);
+	uintptr_t a = (uintptr_t)addr, end = a + page_up(len);
 	int r;
 	/* (A bad address or length is the kernel's to refuse.) */
 	if (!(a & (PAGE_SIZE - 1)) && len && end > a && rt_init() &&
@@ -461,7 +456,7 @@ static int move_pieces(uintptr_t a, uintptr_t to, size_t len, size_t *done)
 static void *heap_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr)
 {
 	uintptr_t a = (uintptr_t)old, to_a = (uintptr_t)new_addr;
-	size_t o = page_round(old_len), n = page_round(new_len);
+	size_t o = page_up(old_len), n = page_up(new_len);
 	bool fixed = flags & MREMAP_FIXED, keep = flags & MREMAP_DONTUNMAP;
 	/* (A private mapping cannot be duplicated with an old length of 0.) */
 	if ((flags & ~(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP)) ||

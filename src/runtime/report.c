@@ -617,8 +617,10 @@ static void report_why(struct out *o, const struct account *a)
 		for (int w = 0; w < SP_WHY_COUNT; w++) {
 			if (!u->not_huge[w])
 				continue;
-			if (!any)
-				line_start(o, a), put_str(o, "not huge, why:");
+			if (!any) {
+				line_start(o, a);
+				put_str(o, "not huge, why:");
+			}
 			put_fmt(o, "%s", first ? (any ? "; " : " ") : ", ");
 			if (first)
 				put_fmt(o, "%s ", sp_region_name((enum sp_region)r));

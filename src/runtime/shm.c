@@ -352,7 +352,8 @@ static struct anon_map {
 	dev_t dev;
 	ino_t ino;
 } anon[N_ANON];
-static _Atomic int n_anon; /* entries in use: munmap looks only when there are some */
+static _Atomic int n_anon; /* entries in use: munmap, mprotect and mremap look only
+                             when there are some */
 
 static bool anon_track_room(void)
 {
@@ -363,8 +364,6 @@ static bool anon_track_room(void)
 	pthread_mutex_unlock(&segs_lock);
 	return room;
 }
-
-static size_t page_up(size_t n) { return (n + 4095) & ~(size_t)4095; }
 
 /* Whether fd is still the memfd kept in m. */
 static bool kept_fd(const struct anon_map *m)
@@ -503,8 +502,10 @@ static int copy_of(uintptr_t s, size_t len, size_t new_len, void *to, void **out
 int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr, void **out)
 {
 	uintptr_t s = (uintptr_t)old;
-	size_t have, want = (new_len + SP_2M_SIZE - 1) & ~(SP_2M_SIZE - 1);
+	size_t have, want;
 	bool fixed = flags & MREMAP_FIXED, mine;
+	if (!atomic_load(&n_anon))
+		return 0;
 	pthread_mutex_lock(&segs_lock);
 	struct anon_map *m = anon_at(s);
 	have = m ? m->len : 0;
@@ -516,7 +517,7 @@ int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_a
 	 * asked for, or what it was given). */
 	if (have && page_up(old_len) == asked)
 		old_len = have;
-	if (!have || old_len != have || new_len <= old_len || want < new_len ||
+	if (!have || old_len != have || new_len <= old_len || !round_2m(new_len, &want) ||
 	    (flags & ~(MREMAP_MAYMOVE | MREMAP_FIXED)) ||
 	    (fixed && (!(flags & MREMAP_MAYMOVE) || ((uintptr_t)new_addr & (SP_2M_SIZE - 1)))))
 		return 0;
@@ -555,13 +556,16 @@ int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_a
 
 void shm_moved(uintptr_t old, size_t old_len, uintptr_t to, size_t new_len)
 {
+	if (!atomic_load(&n_anon))
+		return;
 	pthread_mutex_lock(&segs_lock);
 	struct anon_map *m = anon_at(old);
 	if (m && to != old && anon_at(to)) {
 		anon_drop(m); /* moved into a mapping tracked already (a copy of shm_map's) */
 	} else if (m && (m->len == old_len || m->asked == page_up(old_len))) {
 		m->start = to;
-		m->len = (new_len + SP_2M_SIZE - 1) & ~(SP_2M_SIZE - 1);
+		if (!round_2m(new_len, &m->len))
+			m->len = new_len; /* (the kernel would not have moved it) */
 		m->asked = page_up(new_len);
 	} else if (m) {
 		anon_drop(m); /* part of it: left to the kernel from now on */
@@ -595,8 +599,8 @@ void *shm_map(size_t len, int prot, int flags)
 	 * the end of the mapping: shm_whole); a shorter one stays on base pages. */
 	size_t asked = len;
 	if (len & (SP_2M_SIZE - 1)) {
-		size_t up = (len + SP_2M_SIZE - 1) & ~(size_t)(SP_2M_SIZE - 1);
-		if (up < len || (up - len) > len / 32) {
+		size_t up;
+		if (!round_2m(len, &up) || (up - len) > len / 32) {
 			if (fall(ANON, SP_FALL_UNSUPPORTED))
 				rt_verbose(1, "pid %d: --shm: %s of %zu bytes stays on base pages: its "
 					   "length is not a multiple of 2 MiB, and 2 MiB pages would add "

@@ -1,7 +1,7 @@
 # lib.sh - what the tests/cli/test_*.sh scripts share: result lines, running the
 # command, and sysfs values (and a held helper program) put back whatever happens.
 # Sourced, not run (tests/run.sh runs test_*.sh only). The caller sets tmp and SP;
-# failed and rc are the caller's to read.
+# failed and rc are the caller's to read, running (the pid limited waits for) its trap's.
 # shellcheck shell=bash disable=SC2034,SC2154
 
 failed=0
@@ -14,6 +14,23 @@ skip() { echo "SKIP $1: $2"; }
 
 # Runs the command; leaves rc, and stdout/stderr in $tmp/out and $tmp/err.
 sp() { "$SP" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
+
+# The real python3, not a wrapper script that finds it.
+PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+
+# Every run gets a time limit: a deadlock in the runtime must fail, not hang make check.
+# It runs in the background and is waited for, so that Ctrl-C ends it (timeout passes
+# the signal to the whole run) and the traps put sysfs back at once.
+limited() { # out err command... : leaves rc
+	local out=$1 err=$2
+	shift 2
+	timeout -k 5 $LIMIT "$@" <&0 >"$out" 2>"$err" &
+	running=$!
+	# (2>/dev/null: bash's own "Segmentation fault" line; the test says what happened)
+	wait $running 2>/dev/null
+	rc=$?
+	running=''
+}
 
 # Runs a command for at most LIMIT seconds; leaves rc, $tmp/name.out and $tmp/name.err.
 LIMIT=120

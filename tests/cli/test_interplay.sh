@@ -17,7 +17,6 @@ RT=$B/libsuperpage-run.so
 P=$B/tests/preload
 export LC_ALL=C
 running=''
-PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
 # shellcheck source=tests/cli/lib.sh
 . "$here/lib.sh"
 
@@ -42,17 +41,6 @@ interrupted() {
 }
 trap 'put_pool_back; rm -rf "$tmp"' EXIT
 trap interrupted INT TERM HUP
-
-LIMIT=120
-limited() { # out err command... : leaves rc
-	local out=$1 err=$2
-	shift 2
-	timeout -k 5 $LIMIT "$@" >"$out" 2>"$err" &
-	running=$!
-	wait $running 2>/dev/null
-	rc=$?
-	running=''
-}
 
 # Runs the command plain and under superpage run with the options; passes if both
 # exit 0 with the same stdout.

@@ -77,23 +77,6 @@ pool_2m() { # n
 
 # ---------- running a program both ways ----------
 
-# The real python3, not a wrapper script that finds it.
-PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
-
-# Every run gets a time limit: a deadlock in the runtime must fail, not hang make check.
-# It runs in the background and is waited for, so that Ctrl-C ends it (timeout passes
-# the signal to the whole run) and the traps put sysfs back at once.
-LIMIT=120
-limited() { # out err command... : leaves rc
-	local out=$1 err=$2
-	shift 2
-	timeout -k 5 $LIMIT "$@" <&0 >"$out" 2>"$err" &
-	running=$!
-	# (2>/dev/null: bash's own "Segmentation fault" line; the test says what happened)
-	wait $running 2>/dev/null
-	rc=$?
-	running=''
-}
 plain() { # command... : leaves prc, $tmp/plain.out, $tmp/plain.err
 	limited "$tmp/plain.out" "$tmp/plain.err" "$@"
 	prc=$rc

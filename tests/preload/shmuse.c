@@ -36,6 +36,22 @@ static unsigned char pattern(size_t i, unsigned seed)
 	return (unsigned char)((i * 131 + (i >> 12) * 7 + seed) & 0xff);
 }
 
+/* The FNV-1a checksum of len bytes at p, each checked to be the pattern (the first
+ * that is not ends the program, said with where: "of the grown mapping", say). */
+static uint64_t checked_sum(const unsigned char *p, size_t len, unsigned seed, const char *where)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] != pattern(i, seed)) {
+			printf("shmuse: FAILED: byte %zu%s is %u, want %u\n", i, where, p[i],
+			       pattern(i, seed));
+			exit(1);
+		}
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	}
+	return h;
+}
+
 /* A child writes the pattern; the parent, once the child is gone, checks it and
  * returns its FNV-1a checksum. */
 static uint64_t share(unsigned char *p, size_t len, unsigned seed)
@@ -56,16 +72,7 @@ static uint64_t share(unsigned char *p, size_t len, unsigned seed)
 		printf("shmuse: FAILED: the child that writes ended with status 0x%x\n", status);
 		exit(1);
 	}
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < len; i++) {
-		if (p[i] != pattern(i, seed)) {
-			printf("shmuse: FAILED: byte %zu is %u, the child wrote %u\n", i, p[i],
-			       pattern(i, seed));
-			exit(1);
-		}
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	}
-	return h;
+	return checked_sum(p, len, seed, " (as the child wrote it)");
 }
 
 /* 1 if the mapping holding p is on 2 MiB hugetlb pages, 0 if not, -1 if not found. */
@@ -229,15 +236,7 @@ static void grown(unsigned seed, bool huge, int *hp)
 	unsigned char *g = mremap(m, len, big, MREMAP_MAYMOVE);
 	if (g == MAP_FAILED)
 		die("mremap of a shared anonymous mapping, grown");
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < len; i++) {
-		if (g[i] != pattern(i, seed)) {
-			printf("shmuse: FAILED: byte %zu of the grown mapping is %u, want %u\n", i, g[i],
-			       pattern(i, seed));
-			exit(1);
-		}
-		h = (h ^ g[i]) * 0x100000001b3ull;
-	}
+	uint64_t h = checked_sum(g, len, seed, " of the grown mapping");
 	for (size_t i = 0; i < len; i++)
 		g[i] = pattern(i, seed + 1);
 	if (write(go[1], "x", 1) != 1 || waitpid(pid, &status, 0) != pid)
