@@ -10,7 +10,8 @@ CLIENT_LIMIT=120            # seconds for one client or helper command
 
 # Runs a command of the program under test, for at most LIMIT seconds, under the mode:
 # its stderr is appended to $rdir/TAG.err, its exit status to $rdir/TAG.rc, its peak
-# RSS (KiB, from /usr/bin/time) to $rdir/TAG.rss. stdout is the caller's.
+# RSS (KiB, from /usr/bin/time) to $rdir/TAG.rss, its anonymous memory at its peak and
+# the part on huge pages to $rdir/TAG.peak. stdout and stdin are the caller's.
 # AS=USER runs it as that user (runuser, outside superpage run: the runtime is in the
 # user's program, not in runuser).
 sprun() { # tag command...
@@ -18,10 +19,24 @@ sprun() { # tag command...
 	shift
 	local as=()
 	[ -z "${AS:-}" ] || as=(runuser -u "$AS" --)
+	# (In the background, for its peak to be sampled; stdin stays the caller's.)
 	timeout -k 5 "$LIMIT" /usr/bin/time -f %M -o "$rdir/$tag.rss" \
-		"${as[@]}" "${SPRUN[@]}" "$@" 2>>"$rdir/$tag.err" || rc=$?
+		"${as[@]}" "${SPRUN[@]}" "$@" <&0 2>>"$rdir/$tag.err" &
+	local pid=$!
+	sample_peak "$pid" "$tag"
+	wait "$pid" || rc=$?
+	wait "$sampler_pid" || true
 	echo "$rc" >>"$rdir/$tag.rc"
 	return "$rc"
+}
+
+# Samples the anonymous memory of the process group that timeout(1) leads (pid) while
+# it runs, into $rdir/TAG.peak (tests/compat/peak.py), in the background; leaves the
+# sampler's pid in sampler_pid (it ends when that process group's leader has).
+sampler_pid=''
+sample_peak() { # pid tag
+	"$PY" "$here/peak.py" "$1" "$rdir/$2.peak" </dev/null >/dev/null 2>&1 &
+	sampler_pid=$!
 }
 
 # A client or helper: plain, bounded, its stderr kept in $rdir/client.err.
@@ -41,6 +56,7 @@ start_server() { # tag command...
 	timeout -k 5 "$LIMIT" /usr/bin/time -f %M -o "$rdir/$tag.rss" \
 		"${as[@]}" "${SPRUN[@]}" "$@" </dev/null >>"$rdir/$tag.out" 2>>"$rdir/$tag.err" &
 	server_pid=$! server_tag=$tag
+	sample_peak "$server_pid" "$tag"
 	echo "$server_pid" >>"$tmp/servers"
 }
 

@@ -22,8 +22,9 @@ their rows are skipped. Modes:
   4k    --backing 4k             all  --text=all --stacks --shm
 A cell reads STATUS COVERAGE RSS: STATUS is OK, DIFF (output differs from plain),
 CRASH (a signal), HANG (timed out), ERROR (non-zero exit or a failed check), KNOWN (a
-failure listed in tests/compat/known-failures); COVERAGE the share of resident memory
-on huge pages at exit, summed over the processes' --stats JSON lines; RSS the peak RSS
+failure listed in tests/compat/known-failures); COVERAGE the share of the program's
+private anonymous memory on huge pages (THP and hugetlb), read from smaps_rollup
+every 0.2 s over its processes at the moment they held the most (peak.py); RSS the peak RSS
 (/usr/bin/time %M, the largest of the program's commands) over plain's (hugetlb pages
 are not in RSS, so 2m reads low). The run holds /tmp/sp-pool.lock and, as root, sets
 up a 2 MiB hugetlb pool (POOL_PAGES, default 768 = 1.5 GiB) put back at exit.
@@ -202,7 +203,8 @@ run_verdict() { # rdir rc
 }
 
 # Runs one program in one mode; leaves $tmp/PROG/MODE with out (what plain's is
-# compared with), stats.json, *.rss, *.rc, *.err; prints nothing; returns its status.
+# compared with), stats.json, *.rss, *.peak, *.rc, *.err; prints nothing; returns its
+# status.
 run_one() { # prog mode
 	local p=$1 mode=$2 id=${1//-/_}
 	rdir=$tmp/$p/$mode
@@ -218,7 +220,7 @@ run_one() { # prog mode
 	fi
 	(
 		set -euo pipefail
-		trap stop_servers EXIT
+		trap 'stop_servers; wait' EXIT # (wait: the samplers of servers)
 		trap 'exit 130' INT TERM
 		cd "$rdir"
 		"work_$id" "$mode" >"$rdir/out"
@@ -302,7 +304,7 @@ for p in "${progs[@]}"; do
 			v=$(run_verdict "$d" "$rc")
 		fi
 		st=${v%% *}
-		read -r cov _ < <("$PY" "$here/stats.py" "$d"/*.json 2>/dev/null || echo "- 0")
+		cov=$("$PY" "$here/peak.py" --sum "$d"/*.peak 2>/dev/null || echo -)
 		[ "$cov" = - ] || cov="$cov%"
 		rss=$(run_rss "$d")
 		ratio=-
@@ -341,7 +343,7 @@ for p in "${progs[@]}"; do
 	for m in "${run_modes[@]}"; do printf ' %-20s' "${cell["$p $m"]:--}"; done
 	echo
 done
-echo "(cells: status, coverage on huge pages at exit, peak RSS over plain's; plain: peak RSS, seconds)"
+echo "(cells: status, share of anonymous memory on huge pages at its peak, peak RSS over plain's; plain: peak RSS, seconds)"
 if [ ${#failures[@]} -gt 0 ]; then
 	echo
 	echo "failures:"
