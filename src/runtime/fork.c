@@ -36,7 +36,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* The modules' handlers (heap.h) run in one order. Prepare runs shm, heap, brk (the
+/* The modules' handlers (heap.h) run in one order. Prepare runs shm, pack, heap, brk (the
  * heap's locks before the break's: brk.c calls the page heap under its own lock);
  * parent and child the other way. */
 
@@ -117,6 +117,7 @@ static void fork_prepare(void)
 {
 	int e = errno;
 	shm_fork_prepare();
+	pack_fork_prepare();
 	heap_fork_prepare();
 	brk_fork_prepare();
 	if (pages_fork_staged() || brk_fork_staged())
@@ -130,6 +131,7 @@ static void fork_parent(void)
 	disarm();
 	brk_fork_parent();
 	heap_fork_parent();
+	pack_fork_after();
 	shm_fork_after();
 	errno = e;
 }
@@ -141,6 +143,7 @@ static void fork_child(void)
 	disarm();
 	brk_fork_child();
 	heap_fork_child();
+	pack_fork_after();
 	shm_fork_after();
 	errno = e;
 }

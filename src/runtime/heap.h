@@ -228,6 +228,27 @@ void pages_note_mmap(bool large);
 /* Counts (and says) a fall of mmap.c's, with the heap's. */
 void pages_note_fall(enum sp_backing rung, enum sp_fall why);
 
+/* ---- the program's small reservations, packed (pack.c), for mmap.c ---- */
+/* A PROT_NONE private anonymous reservation of len bytes (below SUPERPAGE_MIN) with
+ * the program's flags, placed in a chunk of the runtime's; NULL if none can hold it. */
+void *pack_map(size_t len, int flags);
+/* Whether [a, a+len) meets a chunk. */
+bool pack_holds(uintptr_t a, size_t len);
+/* munmap of [a, a+len) (page-aligned): the chunks' parts are reserved again and free;
+ * outside(part) unmaps each part outside every chunk. 0 or the first -errno. */
+int pack_unmap(uintptr_t a, size_t len, int (*outside)(uintptr_t a, size_t len));
+/* After the program's mprotect or fixed mapping of [a, a+len) succeeded: rw if it is
+ * private anonymous read-write now. Units it made wholly read-write are collapsed. */
+void pack_changed(uintptr_t a, size_t len, bool rw);
+/* MAP_FIXED_NOREPLACE at free pages of a chunk: mapped, or NULL. */
+void *pack_take(uintptr_t a, size_t len, int prot, int flags);
+/* After the kernel moved a mapping away from [a, a+len) (mremap). */
+void pack_vacated(uintptr_t a, size_t len);
+void pack_fork_prepare(void);
+void pack_fork_after(void);
+/* Reservations packed, units collapsed, collapses the kernel refused. */
+void pack_stats(uint64_t *packed, uint64_t *collapsed, uint64_t *failed);
+
 /* ---- the emulated program break (brk.c), for mmap.c ---- */
 /* The break's range [lo, hi) when it is emulated; false (and nothing) otherwise. */
 bool brk_range(uintptr_t *lo, uintptr_t *hi);

@@ -233,6 +233,28 @@ static void *managed_map(void *addr, size_t len, int prot, int flags, int fd, of
 	return p;
 }
 
+/* A small reservation of the program's (pack.c): packed into the runtime's chunks,
+ * from SUPERPAGE_ARENA_MIN up to SUPERPAGE_MIN (and below 2 MiB), unless THP is off for the program (4k)
+ * or the heap is; MAP_FIXED_NOREPLACE at free pages of a chunk is mapped there. Under
+ * 2m and 1g the program changes such memory at 4 KiB: THP, a counted fall. NULL: not
+ * packed. */
+static void *packed(void *addr, size_t len, int prot, int flags)
+{
+	const struct sp_options *o = rt_options();
+	if (flags & MAP_FIXED_NOREPLACE)
+		return pack_holds((uintptr_t)addr, len) ? pack_take((uintptr_t)addr, len, prot, flags)
+							: NULL;
+	if (prot != PROT_NONE || !o->heap || !o->arena_min || len < o->arena_min ||
+	    len >= o->min || len >= UNIT_SIZE || o->backing == SP_BACKING_4K)
+		return NULL;
+	void *p = pack_map(len, flags);
+	if (p && o->backing == SP_BACKING_1G)
+		pages_note_fall(SP_BACKING_1G, SP_FALL_PROGRAM_PAGES);
+	if (p && (o->backing == SP_BACKING_2M || o->backing == SP_BACKING_1G))
+		pages_note_fall(SP_BACKING_2M, SP_FALL_PROGRAM_PAGES);
+	return p;
+}
+
 /* A fixed mapping into the heap's range: allowed where the program owns every page
  * (mappings it had from us), or had them and unmapped them (pages of its large
  * mappings' units, free units), which then go back to plain memory when it unmaps
@@ -256,6 +278,13 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		if (e < 0)
 			return fail(-e);
 		void *r = real_mmap(addr, len, prot, flags, fd, off);
+		if (r != MAP_FAILED && rt_init() && pack_holds((uintptr_t)r, len)) {
+			bool mine = managed(prot, flags);
+			if (mine) /* (merged with its neighbours, as reservations are advised) */
+				sp_os->madvise(r, page_up(len), MADV_HUGEPAGE);
+			pack_changed((uintptr_t)r, len, mine && prot != PROT_NONE);
+			return r;
+		}
 		if (r != MAP_FAILED && in_heap(addr, len))
 			pages_note_foreign((uintptr_t)addr, len);
 		else if (r != MAP_FAILED && managed(prot, flags) && rt_init() &&
@@ -269,8 +298,10 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		if (shared)
 			return shared;
 	}
-	if (len && managed(prot, flags) && (addr || !ours(prot, flags)) && rt_init())
-		return managed_map(addr, len, prot, flags, fd, off);
+	if (len && managed(prot, flags) && (addr || !ours(prot, flags)) && rt_init()) {
+		void *p = packed(addr, len, prot, flags);
+		return p ? p : managed_map(addr, len, prot, flags, fd, off);
+	}
 	if (addr || len == 0 || !ours(prot, flags) || !rt_init())
 		return real_mmap(addr, len, prot, flags, fd, off);
 	const struct sp_options *o = rt_options();
@@ -301,18 +332,16 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 	return mmap(addr, len, prot, flags, fd, off);
 }
 
-EXPORT int munmap(void *addr, size_t len)
+/* munmap of a page-aligned range that meets no chunk of pack.c's. 0 or -errno. */
+static int unmap_range(uintptr_t a, size_t len)
 {
-	if ((uintptr_t)addr & (PAGE_SIZE - 1) || len == 0) {
-		errno = EINVAL;
-		return -1;
-	}
+	void *addr = (void *)a;
 	if (rt_init() && in_heap(addr, len)) {
 		/* Only what the program mapped from us goes; the heap's own pages stay
 		 * (the kernel would have unmapped them, and the program would then crash
 		 * on its next malloc: we do not help it do that). What lies outside the
 		 * heap's range goes as the kernel would have it. */
-		uintptr_t lo, hi, a = (uintptr_t)addr, end = a + len;
+		uintptr_t lo, hi, end = a + len;
 		pages_range(&lo, &hi);
 		uintptr_t in0 = a > lo ? a : lo, in1 = end < hi ? end : hi;
 		pages_unmap(in0, in1 - in0);
@@ -322,14 +351,26 @@ EXPORT int munmap(void *addr, size_t len)
 			sp_os->munmap((void *)hi, end - hi);
 		return 0;
 	}
-	int r = in_brk(addr, len) ? brk_demote((uintptr_t)addr, len) : 0;
-	shm_whole((uintptr_t)addr, &len);
+	int r = in_brk(addr, len) ? brk_demote(a, len) : 0;
+	shm_whole(a, &len);
 	if (r == 0)
 		r = sp_os->munmap(addr, len);
 	if (r == 0) {
-		reserved_forget((uintptr_t)addr, len);
-		shm_unmapped((uintptr_t)addr, len);
+		reserved_forget(a, len);
+		shm_unmapped(a, len);
 	}
+	return r;
+}
+
+EXPORT int munmap(void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr;
+	if ((a & (PAGE_SIZE - 1)) || len == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	int r = rt_init() && pack_holds(a, len) ? pack_unmap(a, len, unmap_range)
+						: unmap_range(a, len);
 	if (r < 0) {
 		errno = -r;
 		return -1;
@@ -354,6 +395,8 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 	}
 	if (rt_init() && in_heap(addr, len))
 		pages_note_foreign((uintptr_t)addr, len);
+	if (!((uintptr_t)addr & (PAGE_SIZE - 1)))
+		pack_changed((uintptr_t)addr, len, prot == (PROT_READ | PROT_WRITE));
 	return 0;
 }
 
@@ -539,6 +582,27 @@ static void *heap_mremap(void *old, size_t old_len, size_t new_len, int flags, v
 	return to;
 }
 
+/* A mapping in a chunk of pack.c's: a shrink unmaps the tail as munmap does (the
+ * chunk keeps it reserved); a move is the kernel's, and the chunk takes back what it
+ * left. It cannot grow in place: the chunk's next pages are never unmapped. */
+static void *packed_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr)
+{
+	uintptr_t a = (uintptr_t)old;
+	size_t o = page_up(old_len), n = page_up(new_len);
+	void *out;
+	if (!(flags & ~MREMAP_MAYMOVE) && n && n <= o && old_len) {
+		int r = n < o ? pack_unmap(a + n, o - n, unmap_range) : 0;
+		return r < 0 ? fail(-r) : old;
+	}
+	int r = sp_os->mremap(old, old_len, new_len, flags, new_addr, &out);
+	if (r < 0)
+		return fail(-r);
+	if (out != old && !(flags & MREMAP_DONTUNMAP) && old_len)
+		pack_vacated(a, o);
+	pack_changed((uintptr_t)out, new_len, false);
+	return out;
+}
+
 EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 {
 	void *new_addr = NULL;
@@ -552,6 +616,8 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		return fail(EINVAL);
 	if (rt_init() && in_heap(old, old_len ? old_len : 1))
 		return heap_mremap(old, old_len, new_len, flags, new_addr);
+	if (rt_init() && !((uintptr_t)old & (PAGE_SIZE - 1)) && pack_holds((uintptr_t)old, old_len))
+		return packed_mremap(old, old_len, new_len, flags, new_addr);
 	/* --shm's hugetlb mappings, which the kernel will not grow */
 	void *out;
 	int h = shm_mremap(old, old_len, new_len, flags, new_addr, &out);

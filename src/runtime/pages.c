@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 
+#include "bits.h"
 #include "heap.h"
 #include "internal.h"
 
@@ -94,59 +95,6 @@ static void fall(enum sp_backing rung, enum sp_fall why)
 {
 	st_falls[rung][why]++;
 	rt_fall(rung, why);
-}
-
-/* ---------- bitmaps ---------- */
-
-static void bits_set(uint64_t *b, size_t from, size_t n, bool on)
-{
-	for (size_t i = from; i < from + n; i++) {
-		if (on)
-			b[i >> 6] |= 1ull << (i & 63);
-		else
-			b[i >> 6] &= ~(1ull << (i & 63));
-	}
-}
-
-static bool bit(const uint64_t *b, size_t i)
-{
-	return b[i >> 6] >> (i & 63) & 1;
-}
-
-/* First index >= from below limit whose bit is `on`, or limit. */
-static size_t bits_next(const uint64_t *b, size_t from, size_t limit, bool on)
-{
-	size_t i = from;
-	while (i < limit) {
-		uint64_t w = b[i >> 6];
-		if (!on)
-			w = ~w;
-		w &= ~0ull << (i & 63);
-		if (w) {
-			size_t f = (i & ~(size_t)63) + (size_t)__builtin_ctzll(w);
-			return f < limit ? f : limit;
-		}
-		i = (i | 63) + 1;
-	}
-	return limit;
-}
-
-/* A run of n set bits whose start, plus phase, is a multiple of align; or limit. */
-static size_t bits_find_run_phase(const uint64_t *b, size_t limit, size_t n, size_t align,
-				  size_t phase)
-{
-	size_t i = 0;
-	while (i + n <= limit) {
-		size_t f = bits_next(b, i, limit, true);
-		f = ((f + phase + align - 1) & ~(align - 1)) - phase;
-		if (f + n > limit)
-			return limit;
-		size_t used = bits_next(b, f, f + n, false);
-		if (used == f + n)
-			return f;
-		i = used + 1;
-	}
-	return limit;
 }
 
 static uint16_t longest_run(const uint64_t *b)
@@ -2253,6 +2201,7 @@ void pages_stats(struct rt_stats *st)
 {
 	st->small_mmaps = atomic_load(&st_small_mmaps);
 	st->large_mmaps = atomic_load(&st_large_mmaps);
+	pack_stats(&st->packed, &st->packed_collapsed, &st->packed_refused);
 	pthread_mutex_lock(&plock);
 	memcpy(st->units, st_units, sizeof st->units);
 	st->units_peak = st_units_peak;

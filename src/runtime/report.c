@@ -543,9 +543,11 @@ static void report_json(struct out *o, const struct account *a)
 		(unsigned long long)st->units_peak, (unsigned long long)st->large_blocks,
 		(unsigned long long)st->large_bytes, (unsigned long long)st->mremaps,
 		(unsigned long long)st->released_units);
-	put_fmt(o, "},\"mmaps\":{\"small\":%llu,\"small_bytes\":%llu,\"large\":%llu}",
+	put_fmt(o, "},\"mmaps\":{\"small\":%llu,\"small_bytes\":%llu,\"large\":%llu,"
+		"\"packed\":%llu,\"packed_collapsed\":%llu,\"packed_refused\":%llu}",
 		(unsigned long long)st->small_mmaps, (unsigned long long)st->small_mmap_bytes,
-		(unsigned long long)st->large_mmaps);
+		(unsigned long long)st->large_mmaps, (unsigned long long)st->packed,
+		(unsigned long long)st->packed_collapsed, (unsigned long long)st->packed_refused);
 	put_fmt(o, ",\"brk\":{\"bytes\":%llu,\"peak\":%llu,\"emulated\":%s},\"falls\":{",
 		(unsigned long long)st->brk_bytes, (unsigned long long)st->brk_peak,
 		st->brk_emulated ? "true" : "false");
@@ -713,8 +715,13 @@ static void report_text(struct out *o, const struct account *a)
 	put_fmt(o, "), %llu mremaps; mmaps: %llu small from units (", (unsigned long long)st->mremaps,
 		(unsigned long long)st->small_mmaps);
 	put_human(o, st->small_mmap_bytes);
-	put_fmt(o, " now), %llu large %s\n", (unsigned long long)st->large_mmaps,
+	put_fmt(o, " now), %llu large %s", (unsigned long long)st->large_mmaps,
 		tlb ? "(on hugetlb units while the pool had pages)" : "aligned");
+	if (st->packed)
+		put_fmt(o, ", %llu reservations packed (%llu units collapsed, %llu refused)",
+			(unsigned long long)st->packed, (unsigned long long)st->packed_collapsed,
+			(unsigned long long)st->packed_refused);
+	put_char(o, '\n');
 
 	if (rt_options()->shm) {
 		line_start(o, a);

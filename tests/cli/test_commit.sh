@@ -3,7 +3,9 @@
 # mprotect and mmap(MAP_FIXED), as a JVM or V8 does (tests/preload/commitheap.c):
 # under superpage run their 2 MiB units are on THP (auto, thp; 2m too, as a counted
 # fall), the program sees what it sees without superpage, its MADV_NOHUGEPAGE stands,
-# and nothing changes under --backing 4k or below --min.
+# and nothing changes under --backing 4k or below --min; and small reservations, as
+# V8 makes one per heap page (tests/preload/packres.c), packed so that what the
+# program commits of them is huge.
 # Usage: tests/cli/test_commit.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
 # "SKIP name: why" per test. Nothing on the machine is changed (no pool is set).
 set -u
@@ -12,6 +14,7 @@ B=${B%/}
 SP=$(cd "$B" 2>/dev/null && pwd)/superpage
 RT=$B/libsuperpage-run.so
 PROG=$(cd "$B" 2>/dev/null && pwd)/tests/preload/commitheap
+PACK=$(cd "$B" 2>/dev/null && pwd)/tests/preload/packres
 THP=/sys/kernel/mm/transparent_hugepage/enabled
 tmp=$(mktemp -d)
 # shellcheck source=tests/cli/lib.sh
@@ -28,8 +31,8 @@ if [ -n "$why" ]; then
 	skip commit "$why"
 	exit 0
 fi
-if [ ! -x "$SP" ] || [ ! -f "$RT" ] || [ ! -x "$PROG" ]; then
-	fail commit_built "$SP, $RT or $PROG is missing: build with make B=$B tests"
+if [ ! -x "$SP" ] || [ ! -f "$RT" ] || [ ! -x "$PROG" ] || [ ! -x "$PACK" ]; then
+	fail commit_built "$SP, $RT, $PROG or $PACK is missing: build with make B=$B tests"
 	exit 1
 fi
 
@@ -162,4 +165,52 @@ elif ! want_none min; then
 else
 	pass commit_below_min
 fi
+
+# ---------- small reservations, packed (V8's heap pages) ----------
+# packres's figure from run name's stderr: the AnonHugePages kB of its 32 MiB of pages.
+pack_kb() { # name
+	sed -n 's/^pages_thp_kb=\([0-9]*\)$/\1/p' "$tmp/$1.err"
+}
+run plain "$PACK"
+if [ "$rc" != 0 ]; then
+	fail pack_plain "packres fails without superpage: $(oneline "$tmp/plain.out")"
+	exit 1
+fi
+if [ "$mode" != madvise ]; then
+	skip pack_plain_not_huge "THP is ${mode:-absent} here, not madvise"
+elif [ "$(pack_kb plain)" != 0 ]; then
+	fail pack_plain_not_huge "plain, THP madvise: pages_thp_kb=$(pack_kb plain)"
+else
+	pass pack_plain_not_huge
+fi
+for backing in auto thp; do
+	run "pack_$backing" "$SP" run --backing "$backing" -- "$PACK"
+	kb=$(pack_kb "pack_$backing")
+	if ! same_as_plain "pack_$backing"; then
+		fail "pack_$backing" "$why"
+	elif [ -n "$thp_why" ]; then
+		skip "pack_$backing" "the program's view is right; huge pages not checked: $thp_why"
+	elif [ -z "$kb" ] || [ "$kb" -lt 24576 ]; then
+		# (32 MiB committed in 16 whole units; a collapse the kernel refuses for a
+		# moment may leave one or two on base pages)
+		fail "pack_$backing" "${kb:-no} kB of 32768 committed on huge pages: $(oneline "$tmp/pack_$backing.err")"
+	else
+		pass "pack_$backing" "$kb of 32768 kB committed huge"
+	fi
+done
+for off in 4k arena0; do
+	if [ "$off" = 4k ]; then
+		run pack_4k "$SP" run --backing 4k -- "$PACK"
+	else
+		run pack_arena0 env SUPERPAGE_ARENA_MIN=0 "$SP" run -- "$PACK"
+	fi
+	kb=$(pack_kb "pack_$off")
+	if ! same_as_plain "pack_$off"; then
+		fail "pack_$off" "$why"
+	elif [ "$mode" = madvise ] && [ "$kb" != 0 ]; then
+		fail "pack_$off" "huge pages where none were asked for: pages_thp_kb=$kb"
+	else
+		pass "pack_$off"
+	fi
+done
 exit 0

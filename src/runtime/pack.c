@@ -1,0 +1,354 @@
+/* pack.c - the program's small reservations, packed so that what it commits of them
+ * can be huge.
+ *
+ * A runtime with a heap of its own (V8's, in node) reserves each heap page of 256 KiB
+ * with mmap(hint, 2 x 256 KiB, PROT_NONE), unmaps what lies outside its alignment and
+ * makes the rest read-write with mprotect. Left to the kernel, each page is a
+ * mapping of its own at a random address, and no 2 MiB unit ever lies in one
+ * read-write mapping: none can be huge. Here such reservations (private anonymous,
+ * PROT_NONE, from SUPERPAGE_ARENA_MIN up to SUPERPAGE_MIN, not at a fixed address)
+ * are placed side by side, aligned, in chunks of address space the runtime holds
+ * (PROT_NONE, advised for THP), lowest address first, so that a page unmapped for
+ * alignment is the next one's start. The program's view is what the kernel would
+ * give it (its protection, its flags; only the address differs, which a hint allows).
+ * When the program's commits make a whole 2 MiB unit read-write, the unit is
+ * collapsed into a huge page (MADV_COLLAPSE): its pages were touched at 4 KiB while
+ * the unit was still partly reserved. A unit is never collapsed before all of it is
+ * the program's committed memory, so no huge page costs memory the program did not
+ * ask for. What the program unmaps goes back to the chunk, reserved again at once
+ * (no hole another thread's mapping could take). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "bits.h"
+#include "heap.h"
+#include "internal.h"
+
+#define CHUNK_SHIFT 28                                  /* 256 MiB of address space */
+#define CHUNK_SIZE ((uintptr_t)1 << CHUNK_SHIFT)
+#define CHUNK_PAGES (CHUNK_SIZE >> PAGE_SHIFT)
+#define CHUNK_WORDS (CHUNK_PAGES / 64)
+#define N_CHUNKS 64                                     /* 16 GiB at most */
+
+struct chunk {
+	uintptr_t base;
+	uint64_t *free; /* pages that are the runtime's, reserved */
+	uint64_t *rw;   /* pages the program made read-write (private anonymous) */
+};
+
+static struct chunk chunks[N_CHUNKS];
+static _Atomic unsigned n_chunks;                 /* published after the chunk is set */
+static _Atomic uintptr_t lo_all = UINTPTR_MAX, hi_all; /* bounds of all chunks */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t st_packed, st_collapsed, st_collapse_failed;
+
+static const int reserve_flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+
+static bool overlaps_any(uintptr_t a, size_t len)
+{
+	return a < atomic_load_explicit(&hi_all, memory_order_acquire) &&
+	       a + len > atomic_load_explicit(&lo_all, memory_order_acquire);
+}
+
+/* The chunk holding address a, or NULL. */
+static struct chunk *chunk_of(uintptr_t a)
+{
+	unsigned n = atomic_load_explicit(&n_chunks, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++)
+		if (a - chunks[i].base < CHUNK_SIZE)
+			return &chunks[i];
+	return NULL;
+}
+
+/* A new chunk, reserved and advised. Under lock. */
+static struct chunk *chunk_new(void)
+{
+	unsigned n = atomic_load_explicit(&n_chunks, memory_order_relaxed);
+	void *m, *bits;
+	if (n == N_CHUNKS)
+		return NULL;
+	if (sp_os->mmap(NULL, 2 * CHUNK_WORDS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &bits) < 0)
+		return NULL;
+	if (sp_map_aligned(CHUNK_SIZE, UNIT_SIZE, PROT_NONE, reserve_flags, &m) < 0) {
+		sp_os->munmap(bits, 2 * CHUNK_WORDS * sizeof(uint64_t));
+		return NULL;
+	}
+	sp_os->madvise(m, CHUNK_SIZE, MADV_HUGEPAGE);
+	struct chunk *c = &chunks[n];
+	c->base = (uintptr_t)m;
+	c->free = bits;
+	c->rw = c->free + CHUNK_WORDS;
+	bits_set(c->free, 0, CHUNK_PAGES, true);
+	if (c->base < atomic_load(&lo_all))
+		atomic_store_explicit(&lo_all, c->base, memory_order_release);
+	if (c->base + CHUNK_SIZE > atomic_load(&hi_all))
+		atomic_store_explicit(&hi_all, c->base + CHUNK_SIZE, memory_order_release);
+	atomic_store_explicit(&n_chunks, n + 1, memory_order_release);
+	return c;
+}
+
+/* The alignment a reservation gets, in pages: the largest power of two in half its
+ * length (rounded up), at most a unit. A program that over-reserves to align keeps
+ * an aligned part and unmaps the rest (V8: 2 x 256 KiB - 4 KiB, for a 256 KiB page);
+ * placed at that alignment it unmaps only the tail, which the next one starts on. */
+static size_t align_of(size_t npages)
+{
+	size_t half = (npages + 1) / 2, a = 1;
+	while (a * 2 <= half && a * 2 <= PAGES_PER_UNIT)
+		a *= 2;
+	return a;
+}
+
+void *pack_map(size_t len, int flags)
+{
+	size_t np = page_up(len) >> PAGE_SHIFT, align = align_of(np), at = CHUNK_PAGES;
+	struct chunk *c = NULL;
+	void *out;
+	pthread_mutex_lock(&lock);
+	unsigned n = atomic_load_explicit(&n_chunks, memory_order_relaxed);
+	for (unsigned i = 0; i < n && at == CHUNK_PAGES; i++) {
+		c = &chunks[i];
+		at = bits_find_run_phase(c->free, CHUNK_PAGES, np, align, 0);
+	}
+	if (at == CHUNK_PAGES && (c = chunk_new()))
+		at = 0;
+	if (at == CHUNK_PAGES) {
+		pthread_mutex_unlock(&lock);
+		return NULL;
+	}
+	uintptr_t a = c->base + (at << PAGE_SHIFT);
+	/* The program's own mapping over the runtime's reservation: its flags (its
+	 * accounting: MAP_NORESERVE or not), and the chunk's advice. */
+	if (sp_os->mmap((void *)a, np << PAGE_SHIFT, PROT_NONE, flags | MAP_FIXED, -1, 0,
+			&out) < 0) {
+		pthread_mutex_unlock(&lock);
+		return NULL;
+	}
+	sp_os->madvise(out, np << PAGE_SHIFT, MADV_HUGEPAGE);
+	bits_set(c->free, at, np, false);
+	bits_set(c->rw, at, np, false);
+	pthread_mutex_unlock(&lock);
+	atomic_fetch_add_explicit(&st_packed, 1, memory_order_relaxed);
+	return out;
+}
+
+bool pack_holds(uintptr_t a, size_t len)
+{
+	return len && overlaps_any(a, len);
+}
+
+/* Calls fn on each part of [a, a+len) that lies in a chunk, with the chunk and the
+ * part's first page and page count; returns the first error of fn, after all. */
+static int each_part(uintptr_t a, size_t len,
+		     int (*fn)(struct chunk *c, size_t p, size_t n, void *arg), void *arg)
+{
+	uintptr_t end = a + page_up(len);
+	int ret = 0;
+	a &= ~(uintptr_t)(PAGE_SIZE - 1);
+	unsigned n = atomic_load_explicit(&n_chunks, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++) {
+		struct chunk *c = &chunks[i];
+		uintptr_t lo = a > c->base ? a : c->base;
+		uintptr_t hi = end < c->base + CHUNK_SIZE ? end : c->base + CHUNK_SIZE;
+		if (lo >= hi)
+			continue;
+		int r = fn(c, (lo - c->base) >> PAGE_SHIFT, (hi - lo) >> PAGE_SHIFT, arg);
+		if (r < 0 && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+/* Pages [p, p+n) go back to the chunk: reserved again in place (which drops their
+ * memory), then free. If the kernel cannot (out of mappings), they are unmapped and
+ * never handed out again. */
+static int reserve_again(struct chunk *c, size_t p, size_t n)
+{
+	void *at = (void *)(c->base + (p << PAGE_SHIFT)), *out;
+	if (sp_os->mmap(at, n << PAGE_SHIFT, PROT_NONE, reserve_flags | MAP_FIXED, -1, 0,
+			&out) < 0)
+		return sp_os->munmap(at, n << PAGE_SHIFT);
+	sp_os->madvise(at, n << PAGE_SHIFT, MADV_HUGEPAGE);
+	bits_set(c->free, p, n, true);
+	bits_set(c->rw, p, n, false);
+	return 0;
+}
+
+/* The program unmaps pages [p, p+n) of the chunk. In a unit that is wholly its
+ * read-write memory (a huge page), while other pages of the unit stay the program's,
+ * they are left as they are, free but resident: reserving them again would split the
+ * huge page for good, and a program that unmaps a page (V8 after a collection) maps
+ * one again soon, which then gets them (mapped afresh, so reading as zero; the unit
+ * collapses again once it is whole). Once the unit has no page of the program's,
+ * all of it is reserved again and its memory dropped. */
+static int unmap_part(struct chunk *c, size_t p, size_t n, void *arg)
+{
+	int ret = 0;
+	(void)arg;
+	for (size_t u = p & ~(size_t)(PAGES_PER_UNIT - 1); u < p + n; u += PAGES_PER_UNIT) {
+		size_t end = u + PAGES_PER_UNIT, from = p > u ? p : u, to = p + n < end ? p + n : end;
+		bool whole = bits_next(c->rw, u, end, false) == end;
+		bits_set(c->free, from, to - from, true);
+		bool empty = bits_next(c->free, u, end, false) == end;
+		int r = 0;
+		if (empty) /* (with the pages left resident before) */
+			r = reserve_again(c, u, PAGES_PER_UNIT);
+		else if (!whole)
+			r = reserve_again(c, from, to - from);
+		if (r < 0 && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+int pack_unmap(uintptr_t a, size_t len, int (*outside)(uintptr_t a, size_t len))
+{
+	uintptr_t end = a + page_up(len);
+	pthread_mutex_lock(&lock);
+	int ret = each_part(a, len, unmap_part, NULL);
+	pthread_mutex_unlock(&lock);
+	/* What lies outside every chunk is the caller's. */
+	while (a < end) {
+		struct chunk *c = chunk_of(a);
+		if (c) {
+			a = c->base + CHUNK_SIZE;
+			continue;
+		}
+		uintptr_t to = end;
+		unsigned n = atomic_load_explicit(&n_chunks, memory_order_acquire);
+		for (unsigned i = 0; i < n; i++)
+			if (chunks[i].base > a && chunks[i].base < to)
+				to = chunks[i].base;
+		int r = outside(a, to - a);
+		if (r < 0 && !ret)
+			ret = r;
+		a = to;
+	}
+	return ret;
+}
+
+/* A fixed mapping the program asks for at [a, a+len) (MAP_FIXED_NOREPLACE) where the
+ * chunk's pages are free: the kernel would refuse it (they are reserved), plain it
+ * would not. Mapped there if every page is free; NULL if not. */
+void *pack_take(uintptr_t a, size_t len, int prot, int flags)
+{
+	struct chunk *c = chunk_of(a);
+	size_t np = page_up(len) >> PAGE_SHIFT, p;
+	void *out = NULL;
+	if (!c || (a & (PAGE_SIZE - 1)) || a + len > c->base + CHUNK_SIZE || a + len < a)
+		return NULL;
+	p = (a - c->base) >> PAGE_SHIFT;
+	pthread_mutex_lock(&lock);
+	if (bits_next(c->free, p, p + np, false) == p + np &&
+	    sp_os->mmap((void *)a, np << PAGE_SHIFT, prot,
+			(flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, -1, 0, &out) == 0) {
+		bits_set(c->free, p, np, false);
+		bits_set(c->rw, p, np, false);
+	} else {
+		out = NULL;
+	}
+	pthread_mutex_unlock(&lock);
+	return out;
+}
+
+/* After the kernel moved a mapping away from [a, a+len) in a chunk: the hole is
+ * reserved again unless another mapping took it meanwhile (then it is never handed
+ * out again). */
+void pack_vacated(uintptr_t a, size_t len)
+{
+	void *out;
+	pthread_mutex_lock(&lock);
+	unsigned n = atomic_load_explicit(&n_chunks, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++) {
+		struct chunk *c = &chunks[i];
+		uintptr_t lo = a > c->base ? a : c->base, end = a + page_up(len);
+		uintptr_t hi = end < c->base + CHUNK_SIZE ? end : c->base + CHUNK_SIZE;
+		if (lo >= hi ||
+		    sp_os->mmap((void *)lo, hi - lo, PROT_NONE, reserve_flags | MAP_FIXED_NOREPLACE,
+				-1, 0, &out) < 0)
+			continue;
+		sp_os->madvise(out, hi - lo, MADV_HUGEPAGE);
+		bits_set(c->free, (lo - c->base) >> PAGE_SHIFT, (hi - lo) >> PAGE_SHIFT, true);
+		bits_set(c->rw, (lo - c->base) >> PAGE_SHIFT, (hi - lo) >> PAGE_SHIFT, false);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* Collapses the unit at a, which the program has just made wholly read-write (after
+ * the lock: a collapse copies up to 2 MiB; if the program changes the unit meanwhile,
+ * the kernel refuses, or collapses what is still the program's committed memory). */
+static void collapse(uintptr_t a)
+{
+	int r = sp_os->madvise((void *)a, UNIT_SIZE, MADV_COLLAPSE);
+	if (r == -EAGAIN) /* (a page the kernel held for a moment: once more) */
+		r = sp_os->madvise((void *)a, UNIT_SIZE, MADV_COLLAPSE);
+	if (r == 0) {
+		atomic_fetch_add_explicit(&st_collapsed, 1, memory_order_relaxed);
+	} else {
+		rt_verbose(2, "collapse of the reserved unit at %p: %s", (void *)a,
+			   strerror(-r));
+		atomic_fetch_add_explicit(&st_collapse_failed, 1, memory_order_relaxed);
+		pages_note_fall(SP_BACKING_THP, SP_FALL_NOT_HUGE);
+	}
+}
+
+#define MAX_WHOLE 16
+struct change {
+	bool rw;
+	unsigned n;                  /* units made wholly read-write */
+	uintptr_t whole[MAX_WHOLE];  /* (more are left to khugepaged: they are advised) */
+};
+
+/* The program's protection (or a fixed mapping of its) on the part: it is the
+ * program's now, read-write or not; units it makes wholly read-write are noted. */
+static int change_part(struct chunk *c, size_t p, size_t n, void *arg)
+{
+	struct change *ch = arg;
+	bits_set(c->free, p, n, false);
+	for (size_t u = p & ~(size_t)(PAGES_PER_UNIT - 1); u < p + n; u += PAGES_PER_UNIT) {
+		size_t end = u + PAGES_PER_UNIT, from = p > u ? p : u, to = p + n < end ? p + n : end;
+		bool was_whole = bits_next(c->rw, u, end, false) == end;
+		bits_set(c->rw, from, to - from, ch->rw);
+		if (ch->rw && !was_whole && bits_next(c->rw, u, end, false) == end &&
+		    ch->n < MAX_WHOLE)
+			ch->whole[ch->n++] = c->base + (u << PAGE_SHIFT);
+	}
+	return 0;
+}
+
+void pack_changed(uintptr_t a, size_t len, bool rw)
+{
+	struct change ch = { .rw = rw, .n = 0 };
+	if (!pack_holds(a, len))
+		return;
+	pthread_mutex_lock(&lock);
+	each_part(a, len, change_part, &ch);
+	pthread_mutex_unlock(&lock);
+	if (rt_options()->backing == SP_BACKING_4K)
+		return;
+	int e = errno;
+	for (unsigned i = 0; i < ch.n; i++)
+		collapse(ch.whole[i]);
+	errno = e;
+}
+
+void pack_fork_prepare(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void pack_fork_after(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+void pack_stats(uint64_t *packed, uint64_t *collapsed, uint64_t *failed)
+{
+	*packed = atomic_load(&st_packed);
+	*collapsed = atomic_load(&st_collapsed);
+	*failed = atomic_load(&st_collapse_failed);
+}

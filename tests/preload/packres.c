@@ -1,0 +1,178 @@
+/* packres.c - a heap kept as V8 keeps its pages: each page of 256 KiB reserved on its
+ * own with mmap(hint, 2 x 256 KiB - 4 KiB, PROT_NONE), marked MADV_DONTFORK, trimmed
+ * to a 256 KiB-aligned part with munmap, made read-write with mprotect and written;
+ * then pages freed and reserved again, one moved and one shrunk with mremap, one
+ * mapped back with MAP_FIXED_NOREPLACE where it was unmapped, and a child forked.
+ * Every byte is read back and what the program sees (contents, zeros of new pages,
+ * faults on what it reserved, the answers of the calls) is printed on stdout, the same
+ * lines with or without superpage (no addresses); it exits 1 at the first difference
+ * from what the kernel promises. On stderr, from /proc/self/smaps: pages_thp_kb=K,
+ * the AnonHugePages kB of the 32 MiB of pages committed. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "smaps_kb.h"
+
+#define PAGE_KB 256ul
+#define HEAP_PAGE (PAGE_KB << 10)
+#define NPAGES 128 /* 32 MiB */
+#define RW (PROT_READ | PROT_WRITE)
+
+static unsigned checks;
+static sigjmp_buf fault_jmp;
+static unsigned char *pages[NPAGES];
+
+static void die(const char *what)
+{
+	printf("packres: FAILED: %s (errno %d)\n", what, errno);
+	exit(1);
+}
+
+static void check(bool ok, const char *what)
+{
+	if (!ok)
+		die(what);
+	checks++;
+}
+
+static void on_fault(int sig)
+{
+	siglongjmp(fault_jmp, sig);
+}
+
+/* Whether reading p faults (it must, on a reservation the program has not made
+ * read-write). */
+static bool faults(volatile unsigned char *p)
+{
+	if (sigsetjmp(fault_jmp, 1))
+		return true;
+	(void)*p;
+	return false;
+}
+
+/* One heap page as V8's OS::Allocate makes it: over-reserved at a hint, aligned by
+ * unmapping what lies outside, committed, written with its own pattern. */
+static unsigned char *new_page(unsigned i)
+{
+	size_t request = 2 * HEAP_PAGE - 4096;
+	void *hint = (void *)(uintptr_t)(((uintptr_t)0x100000000ul + (uintptr_t)i * 0x3f7c0000ul) &
+					 ~(uintptr_t)0xfff);
+	unsigned char *m = mmap(hint, request, PROT_NONE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	check(m != MAP_FAILED, "reserve a page");
+	check(madvise(m, request, MADV_DONTFORK) == 0, "MADV_DONTFORK the reservation");
+	uintptr_t a = (uintptr_t)m, al = (a + HEAP_PAGE - 1) & ~(HEAP_PAGE - 1);
+	if (al > a)
+		check(munmap(m, al - a) == 0, "unmap the head");
+	if (al + HEAP_PAGE < a + request)
+		check(munmap((void *)(al + HEAP_PAGE), a + request - al - HEAP_PAGE) == 0,
+		      "unmap the tail");
+	unsigned char *p = (unsigned char *)al;
+	check(faults(p), "a reserved page faults before it is committed");
+	check(mprotect(p, HEAP_PAGE, RW) == 0, "commit a page");
+	for (size_t k = 0; k < HEAP_PAGE; k += 4096)
+		check(p[k] == 0 && p[k + 4095] == 0, "a new page reads as zero");
+	memset(p, (int)(i & 0xff) | 1, HEAP_PAGE);
+	return p;
+}
+
+static int by_address(const void *x, const void *y)
+{
+	uintptr_t a = (uintptr_t)*(unsigned char *const *)x, b = (uintptr_t)*(unsigned char *const *)y;
+	return a < b ? -1 : a > b;
+}
+
+static bool intact(unsigned i)
+{
+	unsigned char want = (unsigned char)((i & 0xff) | 1);
+	for (size_t k = 0; k < HEAP_PAGE; k++)
+		if (pages[i][k] != want)
+			return false;
+	return true;
+}
+
+int main(void)
+{
+	struct sigaction sa = { 0 };
+	sa.sa_handler = on_fault;
+	sigaction(SIGSEGV, &sa, NULL);
+
+	for (unsigned i = 0; i < NPAGES; i++)
+		pages[i] = new_page(i);
+	/* (Over runs of adjacent pages: smaps counts a mapping that holds several once.) */
+	unsigned char *sorted[NPAGES];
+	memcpy(sorted, pages, sizeof sorted);
+	qsort(sorted, NPAGES, sizeof sorted[0], by_address);
+	long kb = 0;
+	for (unsigned i = 0, j; i < NPAGES; i = j) {
+		for (j = i + 1; j < NPAGES && sorted[j] == sorted[j - 1] + HEAP_PAGE; j++)
+			;
+		kb += smaps_kb((uintptr_t)sorted[i], (uintptr_t)sorted[j - 1] + HEAP_PAGE,
+			       "AnonHugePages:");
+	}
+	for (unsigned i = 0; i < NPAGES; i++)
+		check(intact(i), "every page keeps what was written");
+	printf("%u pages of %lu KiB committed and intact\n", NPAGES, PAGE_KB);
+
+	/* A collection: every third page freed, and as many taken again. */
+	for (unsigned i = 0; i < NPAGES; i += 3)
+		check(munmap(pages[i], HEAP_PAGE) == 0, "free a page");
+	for (unsigned i = 1; i < NPAGES; i += 3)
+		check(intact(i), "pages left keep their contents after others are freed");
+	for (unsigned i = 0; i < NPAGES; i += 3) {
+		pages[i] = new_page(i);
+		check(intact(i), "a page taken again holds what was written");
+	}
+	printf("a third freed and taken again: new pages read zero first, others intact\n");
+
+	/* mremap: one page shrunk in place, one moved (grown). */
+	unsigned char *s = mremap(pages[1], HEAP_PAGE, HEAP_PAGE / 2, 0);
+	check(s == pages[1], "shrink a page in place");
+	check(s[0] == ((1 & 0xff) | 1) && s[HEAP_PAGE / 2 - 1] == ((1 & 0xff) | 1),
+	      "a shrunk page keeps its first half");
+	unsigned char *g = mremap(pages[2], HEAP_PAGE, 2 * HEAP_PAGE, MREMAP_MAYMOVE);
+	check(g != MAP_FAILED, "grow a page, moving it");
+	check(g[0] == 3 && g[HEAP_PAGE - 1] == 3 && g[HEAP_PAGE] == 0,
+	      "a grown page keeps its contents, and its new part reads zero");
+	check(munmap(g, 2 * HEAP_PAGE) == 0 && munmap(s, HEAP_PAGE / 2) == 0,
+	      "unmap the moved and the shrunk page");
+	printf("mremap: shrunk in place, grown by a move, contents kept\n");
+
+	/* MAP_FIXED_NOREPLACE where the program unmapped a page: the place is free. */
+	unsigned char *at = pages[4];
+	check(munmap(at, HEAP_PAGE) == 0, "unmap a page");
+	unsigned char *back = mmap(at, HEAP_PAGE, RW, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+				   -1, 0);
+	check(back == at, "MAP_FIXED_NOREPLACE where a page was unmapped");
+	check(back[0] == 0 && back[HEAP_PAGE - 1] == 0, "it reads as zero");
+	back[0] = 9;
+	/* ... and not over a page the program still has. */
+	errno = 0;
+	void *over = mmap(pages[5], HEAP_PAGE, RW,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	check(over == MAP_FAILED && errno == EEXIST, "MAP_FIXED_NOREPLACE over a live page: EEXIST");
+	printf("MAP_FIXED_NOREPLACE: mapped where unmapped, EEXIST over a live page\n");
+
+	/* A child: the pages are MADV_DONTFORK (a hole in the child), the rest is shared. */
+	pid_t pid = fork();
+	check(pid >= 0, "fork");
+	if (pid == 0)
+		_exit(faults(pages[7]) && back[0] == 9 ? 0 : 3);
+	int st;
+	check(waitpid(pid, &st, 0) == pid && WIFEXITED(st), "the child ends");
+	printf("child: DONTFORK pages %s\n", WEXITSTATUS(st) == 0 ? "absent" : "present");
+	check(intact(7), "a page is intact after fork");
+
+	fprintf(stderr, "pages_thp_kb=%ld\n", kb);
+	printf("packres: %u checks passed\n", checks);
+	return 0;
+}
