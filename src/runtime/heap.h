@@ -240,6 +240,11 @@ int pack_unmap(uintptr_t a, size_t len, int (*outside)(uintptr_t a, size_t len))
 /* After the program's mprotect or fixed mapping of [a, a+len) succeeded: rw if it is
  * private anonymous read-write now. Units it made wholly read-write are collapsed. */
 void pack_changed(uintptr_t a, size_t len, bool rw);
+/* The same after a fixed mapping of the program's with flags. */
+void pack_fixed(uintptr_t a, size_t len, bool rw, int flags);
+/* After the program's madvise of [a, a+len) succeeded (MADV_DONTFORK, MADV_DOFORK
+ * are remembered: pages pack.c maps beside the program's take them on). */
+void pack_advised(uintptr_t a, size_t len, int advice);
 /* MAP_FIXED_NOREPLACE at free pages of a chunk: mapped, or NULL. */
 void *pack_take(uintptr_t a, size_t len, int prot, int flags);
 /* After the kernel moved a mapping away from [a, a+len) (mremap). */

@@ -282,7 +282,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 			bool mine = managed(prot, flags);
 			if (mine) /* (merged with its neighbours, as reservations are advised) */
 				sp_os->madvise(r, page_up(len), MADV_HUGEPAGE);
-			pack_changed((uintptr_t)r, len, mine && prot != PROT_NONE);
+			pack_fixed((uintptr_t)r, len, mine && prot != PROT_NONE, flags);
 			return r;
 		}
 		if (r != MAP_FAILED && in_heap(addr, len))
@@ -448,6 +448,8 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 		errno = -r;
 		return -1;
 	}
+	if (!(a & (PAGE_SIZE - 1)) && rt_init())
+		pack_advised(a, len, advice);
 	return 0;
 }
 

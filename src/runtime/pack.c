@@ -33,10 +33,14 @@
 #define CHUNK_WORDS (CHUNK_PAGES / 64)
 #define N_CHUNKS 64                                     /* 16 GiB at most */
 
+#define N_BITMAPS 4
 struct chunk {
 	uintptr_t base;
-	uint64_t *free; /* pages that are the runtime's, reserved */
-	uint64_t *rw;   /* pages the program made read-write (private anonymous) */
+	uint64_t *free;      /* pages that are the runtime's (reserved, or left resident) */
+	uint64_t *rw;        /* pages mapped read-write: the program's, or left resident */
+	uint64_t *noreserve; /* the program's pages mapped MAP_NORESERVE */
+	uint64_t *dontfork;  /* the program's pages it advised MADV_DONTFORK */
+	size_t top;          /* pages below it were handed out at some time */
 };
 
 static struct chunk chunks[N_CHUNKS];
@@ -70,11 +74,11 @@ static struct chunk *chunk_new(void)
 	void *m, *bits;
 	if (n == N_CHUNKS)
 		return NULL;
-	if (sp_os->mmap(NULL, 2 * CHUNK_WORDS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+	if (sp_os->mmap(NULL, N_BITMAPS * CHUNK_WORDS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &bits) < 0)
 		return NULL;
 	if (sp_map_aligned(CHUNK_SIZE, UNIT_SIZE, PROT_NONE, reserve_flags, &m) < 0) {
-		sp_os->munmap(bits, 2 * CHUNK_WORDS * sizeof(uint64_t));
+		sp_os->munmap(bits, N_BITMAPS * CHUNK_WORDS * sizeof(uint64_t));
 		return NULL;
 	}
 	sp_os->madvise(m, CHUNK_SIZE, MADV_HUGEPAGE);
@@ -82,6 +86,9 @@ static struct chunk *chunk_new(void)
 	c->base = (uintptr_t)m;
 	c->free = bits;
 	c->rw = c->free + CHUNK_WORDS;
+	c->noreserve = c->rw + CHUNK_WORDS;
+	c->dontfork = c->noreserve + CHUNK_WORDS;
+	c->top = 0;
 	bits_set(c->free, 0, CHUNK_PAGES, true);
 	if (c->base < atomic_load(&lo_all))
 		atomic_store_explicit(&lo_all, c->base, memory_order_release);
@@ -101,6 +108,17 @@ static size_t align_of(size_t npages)
 	while (a * 2 <= half && a * 2 <= PAGES_PER_UNIT)
 		a *= 2;
 	return a;
+}
+
+/* Pages [p, p+n) are the program's new mapping with flags (no access). Under lock. */
+static void hand_out(struct chunk *c, size_t p, size_t n, int flags)
+{
+	bits_set(c->free, p, n, false);
+	bits_set(c->rw, p, n, false);
+	bits_set(c->noreserve, p, n, flags & MAP_NORESERVE);
+	bits_set(c->dontfork, p, n, false);
+	if (p + n > c->top)
+		c->top = p + n;
 }
 
 void *pack_map(size_t len, int flags)
@@ -129,8 +147,7 @@ void *pack_map(size_t len, int flags)
 		return NULL;
 	}
 	sp_os->madvise(out, np << PAGE_SHIFT, MADV_HUGEPAGE);
-	bits_set(c->free, at, np, false);
-	bits_set(c->rw, at, np, false);
+	hand_out(c, at, np, flags);
 	pthread_mutex_unlock(&lock);
 	atomic_fetch_add_explicit(&st_packed, 1, memory_order_relaxed);
 	return out;
@@ -175,7 +192,77 @@ static int reserve_again(struct chunk *c, size_t p, size_t n)
 	sp_os->madvise(at, n << PAGE_SHIFT, MADV_HUGEPAGE);
 	bits_set(c->free, p, n, true);
 	bits_set(c->rw, p, n, false);
+	bits_set(c->noreserve, p, n, true);
+	bits_set(c->dontfork, p, n, false);
 	return 0;
+}
+
+#define MAX_WHOLE 16
+/* Units to collapse once the lock is released (more are left to khugepaged: they
+ * are advised). */
+struct change {
+	bool rw;
+	unsigned n;
+	uintptr_t whole[MAX_WHOLE];
+};
+
+static void collapse_all(const struct change *ch);
+
+static void to_collapse(struct change *ch, struct chunk *c, size_t u)
+{
+	if (ch->n < MAX_WHOLE)
+		ch->whole[ch->n++] = c->base + (u << PAGE_SHIFT);
+}
+
+static bool whole(const struct chunk *c, size_t u)
+{
+	return bits_next(c->rw, u, u + PAGES_PER_UNIT, false) == u + PAGES_PER_UNIT;
+}
+
+/* At most this many pages of a unit are filled (FILL_MAX x 4 KiB: 512 KiB of memory
+ * at most that the program did not commit, per unit). */
+#define FILL_MAX (PAGES_PER_UNIT / 4)
+
+/* Unit u (a page index) holds only read-write pages (the program's, or left resident)
+ * and, below the chunk's top (where the program unmapped pages: holes, not pages the
+ * next reservations will take), at most FILL_MAX reserved ones; its read-write pages
+ * are all MAP_NORESERVE and alike in MADV_DONTFORK. The holes are mapped read-write
+ * with those flags (so that the kernel merges the unit into one mapping), as pages
+ * left resident, and the unit can be collapsed: true. Under lock. */
+static bool fill(struct chunk *c, size_t u)
+{
+	size_t end = u + PAGES_PER_UNIT, holes = 0;
+	int df = -1;
+	if (end > c->top)
+		return false;
+	for (size_t i = u; i < end; i++) {
+		bool f = bit(c->free, i), w = bit(c->rw, i);
+		if (!w && (!f || ++holes > FILL_MAX))
+			return false;
+		if (w && !bit(c->noreserve, i))
+			return false;
+		if (w && df < 0)
+			df = bit(c->dontfork, i);
+		else if (w && df != (int)bit(c->dontfork, i))
+			return false;
+	}
+	if (holes == 0 || df < 0)
+		return false;
+	for (size_t i = bits_next(c->rw, u, end, false); i < end;
+	     i = bits_next(c->rw, i, end, false)) {
+		size_t j = bits_next(c->rw, i, end, true);
+		void *at = (void *)(c->base + (i << PAGE_SHIFT)), *out;
+		if (sp_os->mmap(at, (j - i) << PAGE_SHIFT, PROT_READ | PROT_WRITE,
+				reserve_flags | MAP_FIXED, -1, 0, &out) < 0)
+			return false; /* (still reserved, or read-write: left resident) */
+		sp_os->madvise(at, (j - i) << PAGE_SHIFT, MADV_HUGEPAGE);
+		if (df)
+			sp_os->madvise(at, (j - i) << PAGE_SHIFT, MADV_DONTFORK);
+		bits_set(c->rw, i, j - i, true);
+		bits_set(c->dontfork, i, j - i, df);
+		i = j;
+	}
+	return true;
 }
 
 /* The program unmaps pages [p, p+n) of the chunk. In a unit that is wholly its
@@ -188,17 +275,16 @@ static int reserve_again(struct chunk *c, size_t p, size_t n)
 static int unmap_part(struct chunk *c, size_t p, size_t n, void *arg)
 {
 	int ret = 0;
-	(void)arg;
 	for (size_t u = p & ~(size_t)(PAGES_PER_UNIT - 1); u < p + n; u += PAGES_PER_UNIT) {
 		size_t end = u + PAGES_PER_UNIT, from = p > u ? p : u, to = p + n < end ? p + n : end;
-		bool whole = bits_next(c->rw, u, end, false) == end;
+		bool was_whole = whole(c, u);
 		bits_set(c->free, from, to - from, true);
 		bool empty = bits_next(c->free, u, end, false) == end;
 		int r = 0;
 		if (empty) /* (with the pages left resident before) */
 			r = reserve_again(c, u, PAGES_PER_UNIT);
-		else if (!whole)
-			r = reserve_again(c, from, to - from);
+		else if (!was_whole && (r = reserve_again(c, from, to - from)) == 0 && fill(c, u))
+			to_collapse(arg, c, u);
 		if (r < 0 && !ret)
 			ret = r;
 	}
@@ -208,9 +294,11 @@ static int unmap_part(struct chunk *c, size_t p, size_t n, void *arg)
 int pack_unmap(uintptr_t a, size_t len, int (*outside)(uintptr_t a, size_t len))
 {
 	uintptr_t end = a + page_up(len);
+	struct change ch = { .rw = false, .n = 0 };
 	pthread_mutex_lock(&lock);
-	int ret = each_part(a, len, unmap_part, NULL);
+	int ret = each_part(a, len, unmap_part, &ch);
 	pthread_mutex_unlock(&lock);
+	collapse_all(&ch);
 	/* What lies outside every chunk is the caller's. */
 	while (a < end) {
 		struct chunk *c = chunk_of(a);
@@ -246,8 +334,9 @@ void *pack_take(uintptr_t a, size_t len, int prot, int flags)
 	if (bits_next(c->free, p, p + np, false) == p + np &&
 	    sp_os->mmap((void *)a, np << PAGE_SHIFT, prot,
 			(flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, -1, 0, &out) == 0) {
-		bits_set(c->free, p, np, false);
-		bits_set(c->rw, p, np, false);
+		sp_os->madvise(out, np << PAGE_SHIFT, MADV_HUGEPAGE);
+		hand_out(c, p, np, flags);
+		bits_set(c->rw, p, np, prot == (PROT_READ | PROT_WRITE));
 	} else {
 		out = NULL;
 	}
@@ -296,12 +385,14 @@ static void collapse(uintptr_t a)
 	}
 }
 
-#define MAX_WHOLE 16
-struct change {
-	bool rw;
-	unsigned n;                  /* units made wholly read-write */
-	uintptr_t whole[MAX_WHOLE];  /* (more are left to khugepaged: they are advised) */
-};
+static void collapse_all(const struct change *ch)
+{
+	int e = errno;
+	if (rt_options()->backing != SP_BACKING_4K)
+		for (unsigned i = 0; i < ch->n; i++)
+			collapse(ch->whole[i]);
+	errno = e;
+}
 
 /* The program's protection (or a fixed mapping of its) on the part: it is the
  * program's now, read-write or not; units it makes wholly read-write are noted. */
@@ -311,11 +402,10 @@ static int change_part(struct chunk *c, size_t p, size_t n, void *arg)
 	bits_set(c->free, p, n, false);
 	for (size_t u = p & ~(size_t)(PAGES_PER_UNIT - 1); u < p + n; u += PAGES_PER_UNIT) {
 		size_t end = u + PAGES_PER_UNIT, from = p > u ? p : u, to = p + n < end ? p + n : end;
-		bool was_whole = bits_next(c->rw, u, end, false) == end;
+		bool was_whole = whole(c, u);
 		bits_set(c->rw, from, to - from, ch->rw);
-		if (ch->rw && !was_whole && bits_next(c->rw, u, end, false) == end &&
-		    ch->n < MAX_WHOLE)
-			ch->whole[ch->n++] = c->base + (u << PAGE_SHIFT);
+		if (ch->rw && !was_whole && (whole(c, u) || fill(c, u)))
+			to_collapse(ch, c, u);
 	}
 	return 0;
 }
@@ -328,12 +418,45 @@ void pack_changed(uintptr_t a, size_t len, bool rw)
 	pthread_mutex_lock(&lock);
 	each_part(a, len, change_part, &ch);
 	pthread_mutex_unlock(&lock);
-	if (rt_options()->backing == SP_BACKING_4K)
+	collapse_all(&ch);
+}
+
+struct fixed { struct change ch; int flags; };
+
+static int fixed_part(struct chunk *c, size_t p, size_t n, void *arg)
+{
+	struct fixed *f = arg;
+	bits_set(c->noreserve, p, n, f->flags & MAP_NORESERVE);
+	bits_set(c->dontfork, p, n, false);
+	if (p + n > c->top)
+		c->top = p + n;
+	return change_part(c, p, n, &f->ch);
+}
+
+void pack_fixed(uintptr_t a, size_t len, bool rw, int flags)
+{
+	struct fixed f = { .ch = { .rw = rw, .n = 0 }, .flags = flags };
+	if (!pack_holds(a, len))
 		return;
-	int e = errno;
-	for (unsigned i = 0; i < ch.n; i++)
-		collapse(ch.whole[i]);
-	errno = e;
+	pthread_mutex_lock(&lock);
+	each_part(a, len, fixed_part, &f);
+	pthread_mutex_unlock(&lock);
+	collapse_all(&f.ch);
+}
+
+static int advised_part(struct chunk *c, size_t p, size_t n, void *arg)
+{
+	bits_set(c->dontfork, p, n, *(const int *)arg == MADV_DONTFORK);
+	return 0;
+}
+
+void pack_advised(uintptr_t a, size_t len, int advice)
+{
+	if ((advice != MADV_DONTFORK && advice != MADV_DOFORK) || !pack_holds(a, len))
+		return;
+	pthread_mutex_lock(&lock);
+	each_part(a, len, advised_part, &advice);
+	pthread_mutex_unlock(&lock);
 }
 
 void pack_fork_prepare(void)
