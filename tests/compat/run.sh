@@ -5,7 +5,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-ALL_MODES=(auto thp 2m 4k all)
+ALL_MODES=(auto thp 2m 4k all always)
 PROGRAMS=(python-heap python-tests perl ruby lua php node java redis postgres memcached
 	mariadb sqlite3 git gcc-build clang-build xz zstd sort)
 
@@ -20,6 +20,8 @@ data check for servers). Missing programs are installed with apt-get when root, 
 their rows are skipped. Modes:
   auto  superpage run            thp  --backing thp      2m  --backing 2m
   4k    --backing 4k             all  --text=all --stacks --shm
+  always  plain, with the kernel's THP set to "always" for the run (root; put back):
+        what the kernel's own huge pages give and cost, to set the others against
 A cell reads STATUS COVERAGE RSS: STATUS is OK, DIFF (output differs from plain),
 CRASH (a signal), HANG (timed out), ERROR (non-zero exit or a failed check), KNOWN (a
 failure listed in tests/compat/known-failures); COVERAGE the share of the program's
@@ -106,8 +108,33 @@ pool_restore() {
 	[ "$(cat "$nr")" = "$pool_saved" ] || echo "compat: $nr is $(cat "$nr"), was $pool_saved" >&2
 	pool_saved=''
 }
+# ---------- the kernel's THP setting, for the always mode, put back at exit ----------
+thp=/sys/kernel/mm/transparent_hugepage/enabled
+thp_saved=''
+thp_mode() { sed -n 's/.*\[\(.*\)\].*/\1/p' "$thp" 2>/dev/null; }
+thp_why=''
+thp_always() { # sets THP to always, or thp_why and fails (not in a subshell: it
+	# remembers what to put back)
+	thp_why=''
+	if ! is_root; then
+		thp_why="not root: cannot set $thp"
+		return 1
+	fi
+	thp_saved=$(thp_mode)
+	if [ -z "$thp_saved" ] || ! echo always >"$thp" 2>/dev/null || [ "$(thp_mode)" != always ]; then
+		thp_restore
+		thp_why="cannot set $thp to always"
+		return 1
+	fi
+}
+thp_restore() {
+	[ -n "$thp_saved" ] || return 0
+	echo "$thp_saved" >"$thp" 2>/dev/null || echo "compat: could not put back $thp to $thp_saved" >&2
+	thp_saved=''
+}
 cleanup() {
 	stop_servers
+	thp_restore
 	pool_restore
 	if [ "$keep" = 1 ]; then
 		echo "compat: kept $tmp"
@@ -214,7 +241,7 @@ run_one() { # prog mode
 	# append their accounts to it at exit.
 	install -m 666 /dev/null "$rdir/stats.json"
 	SPRUN=()
-	if [ "$mode" != plain ]; then
+	if [ "$mode" != plain ] && [ "$mode" != always ]; then
 		# shellcheck disable=SC2207
 		SPRUN=("$SP" run $(mode_words "$mode") --stats="$rdir/stats.json" --)
 	fi
@@ -289,10 +316,17 @@ for p in "${progs[@]}"; do
 	for m in "${run_modes[@]}"; do
 		d=$tmp/$p/$m
 		t1=$(date +%s)
+		if [ "$m" = always ] && ! thp_always; then
+			cell["$p $m"]="SKIP"
+			echo "SKIP $p $m: $thp_why"
+			nskip=$((nskip + 1))
+			continue
+		fi
 		set +e
 		run_one "$p" "$m"
 		rc=$?
 		set -e
+		[ "$m" != always ] || thp_restore
 		if [ "$rc" = 0 ]; then
 			sum=$(sha256sum <"$d/out" | cut -c 1-16)
 			if [ "$sum" = "$plain_sum" ]; then
