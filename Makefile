@@ -122,7 +122,7 @@ $(B)/tests/cli/%: tests/cli/%.c $(LIB_A)
 
 # Programs run under superpage run: plain C, no superpage calls (they must not be
 # sanitized: ASan brings its own malloc and cannot be preloaded behind ours).
-$(B)/tests/preload/%: tests/preload/%.c tests/preload/smaps_kb.h
+$(B)/tests/preload/%: tests/preload/%.c tests/preload/smaps_kb.h tests/preload/checks.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -lpthread -lm $(PRELOAD_LD)
 

@@ -20,42 +20,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#define CHECKS_PROG "commitheap"
+#include "checks.h"
 #include "smaps_kb.h"
 
 #define KB 1024ul
 #define MB (1024ul * KB)
 #define RW (PROT_READ | PROT_WRITE)
 #define ANON (MAP_PRIVATE | MAP_ANONYMOUS)
-
-static unsigned checks;
-static sigjmp_buf fault_jmp;
-
-static void die(const char *what)
-{
-	printf("commitheap: FAILED: %s (errno %d)\n", what, errno);
-	exit(1);
-}
-
-static void check(bool ok, const char *what)
-{
-	if (!ok)
-		die(what);
-	checks++;
-}
-
-static void on_fault(int sig)
-{
-	siglongjmp(fault_jmp, sig);
-}
-
-/* Whether reading the byte at p faults (SIGSEGV or SIGBUS). */
-static bool read_faults(const volatile unsigned char *p)
-{
-	if (sigsetjmp(fault_jmp, 1))
-		return true;
-	(void)*p;
-	return false;
-}
 
 /* The byte the program writes at offset off of a reservation. */
 static unsigned char pattern(size_t off, unsigned seed)
@@ -154,10 +126,7 @@ static long commit_one_way(enum how how)
 
 int main(void)
 {
-	struct sigaction sa = { .sa_handler = on_fault };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
+	catch_faults();
 
 	/* A: 40 MiB reserved; [0, 12M+20K) by mprotect, [12M+20K, 24M+20K) by one
 	 * MAP_FIXED, [24M+20K, 32M) by MAP_FIXED pieces of 1 MiB and less, [32M, 40M) by

@@ -20,6 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define CHECKS_PROG "packres"
+#include "checks.h"
 #include "smaps_kb.h"
 
 #define PAGE_KB 256ul
@@ -27,37 +29,7 @@
 #define NPAGES 128 /* 32 MiB */
 #define RW (PROT_READ | PROT_WRITE)
 
-static unsigned checks;
-static sigjmp_buf fault_jmp;
 static unsigned char *pages[NPAGES];
-
-static void die(const char *what)
-{
-	printf("packres: FAILED: %s (errno %d)\n", what, errno);
-	exit(1);
-}
-
-static void check(bool ok, const char *what)
-{
-	if (!ok)
-		die(what);
-	checks++;
-}
-
-static void on_fault(int sig)
-{
-	siglongjmp(fault_jmp, sig);
-}
-
-/* Whether reading p faults (it must, on a reservation the program has not made
- * read-write). */
-static bool faults(volatile unsigned char *p)
-{
-	if (sigsetjmp(fault_jmp, 1))
-		return true;
-	(void)*p;
-	return false;
-}
 
 /* One heap page as V8's OS::Allocate makes it: over-reserved at a hint, aligned by
  * unmapping what lies outside, committed, written with its own pattern. */
@@ -77,7 +49,7 @@ static unsigned char *new_page(unsigned i)
 		check(munmap((void *)(al + HEAP_PAGE), a + request - al - HEAP_PAGE) == 0,
 		      "unmap the tail");
 	unsigned char *p = (unsigned char *)al;
-	check(faults(p), "a reserved page faults before it is committed");
+	check(read_faults(p), "a reserved page faults before it is committed");
 	check(mprotect(p, HEAP_PAGE, RW) == 0, "commit a page");
 	for (size_t k = 0; k < HEAP_PAGE; k += 4096)
 		check(p[k] == 0 && p[k + 4095] == 0, "a new page reads as zero");
@@ -102,9 +74,7 @@ static bool intact(unsigned i)
 
 int main(void)
 {
-	struct sigaction sa = { 0 };
-	sa.sa_handler = on_fault;
-	sigaction(SIGSEGV, &sa, NULL);
+	catch_faults();
 
 	for (unsigned i = 0; i < NPAGES; i++)
 		pages[i] = new_page(i);
@@ -166,7 +136,7 @@ int main(void)
 	pid_t pid = fork();
 	check(pid >= 0, "fork");
 	if (pid == 0)
-		_exit(faults(pages[7]) && back[0] == 9 ? 0 : 3);
+		_exit(read_faults(pages[7]) && back[0] == 9 ? 0 : 3);
 	int st;
 	check(waitpid(pid, &st, 0) == pid && WIFEXITED(st), "the child ends");
 	printf("child: DONTFORK pages %s\n", WEXITSTATUS(st) == 0 ? "absent" : "present");
