@@ -229,9 +229,11 @@ void pages_note_mmap(bool large);
 void pages_note_fall(enum sp_backing rung, enum sp_fall why);
 
 /* ---- the program's small reservations, packed (pack.c), for mmap.c ---- */
-/* A PROT_NONE private anonymous reservation of len bytes (below SUPERPAGE_MIN) with
- * the program's flags, placed in a chunk of the runtime's; NULL if none can hold it. */
-void *pack_map(size_t len, int flags);
+/* A private anonymous mapping of len bytes (below 2 MiB), PROT_NONE (a reservation)
+ * or read-write (under 2m and 1g, where the heap's units are hugetlb), with the
+ * program's flags, placed in a chunk of the runtime's; NULL if none can hold it.
+ * Units it makes wholly read-write are collapsed. */
+void *pack_map(size_t len, int prot, int flags);
 /* Whether [a, a+len) meets a chunk. */
 bool pack_holds(uintptr_t a, size_t len);
 /* munmap of [a, a+len) (page-aligned): the chunks' parts are reserved again and free;

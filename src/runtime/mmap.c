@@ -233,6 +233,8 @@ static void *managed_map(void *addr, size_t len, int prot, int flags, int fd, of
 	return p;
 }
 
+static void *pack_on_thp(void *p);
+
 /* A small reservation of the program's (pack.c): packed into the runtime's chunks,
  * from SUPERPAGE_ARENA_MIN up to SUPERPAGE_MIN (and below 2 MiB), unless THP is off for the program (4k)
  * or the heap is; MAP_FIXED_NOREPLACE at free pages of a chunk is mapped there. Under
@@ -247,7 +249,13 @@ static void *packed(void *addr, size_t len, int prot, int flags)
 	if (prot != PROT_NONE || !o->heap || !o->arena_min || len < o->arena_min ||
 	    len >= o->min || len >= UNIT_SIZE || o->backing == SP_BACKING_4K)
 		return NULL;
-	void *p = pack_map(len, flags);
+	return pack_on_thp(pack_map(len, PROT_NONE, flags));
+}
+
+/* A packed mapping p under 2m or 1g: THP, a counted fall. */
+static void *pack_on_thp(void *p)
+{
+	const struct sp_options *o = rt_options();
 	if (p && o->backing == SP_BACKING_1G)
 		pages_note_fall(SP_BACKING_1G, SP_FALL_PROGRAM_PAGES);
 	if (p && (o->backing == SP_BACKING_2M || o->backing == SP_BACKING_1G))
@@ -321,6 +329,13 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 	bool hugetlb = o->backing == SP_BACKING_2M || o->backing == SP_BACKING_1G;
 	if (o->heap && !hugetlb && len >= o->arena_min && o->arena_min && len <= UNIT_SIZE) {
 		void *p = small_map(len);
+		if (p)
+			return p;
+	}
+	/* Under 2m and 1g, packed side by side instead (pack.c), so that whole units of
+	 * them are THP (the populating is left to the program's touches). */
+	if (o->heap && hugetlb && len >= o->arena_min && o->arena_min && len < UNIT_SIZE) {
+		void *p = pack_on_thp(pack_map(len, prot, flags & ~MAP_POPULATE));
 		if (p)
 			return p;
 	}

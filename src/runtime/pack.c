@@ -110,6 +110,53 @@ static size_t align_of(size_t npages)
 	return a;
 }
 
+#define MAX_WHOLE 16
+/* Units to collapse once the lock is released (more are left to khugepaged: they
+ * are advised). */
+struct change {
+	bool rw;
+	unsigned n;
+	uintptr_t whole[MAX_WHOLE];
+};
+
+static void to_collapse(struct change *ch, struct chunk *c, size_t u)
+{
+	if (ch->n < MAX_WHOLE)
+		ch->whole[ch->n++] = c->base + (u << PAGE_SHIFT);
+}
+
+static bool whole(const struct chunk *c, size_t u)
+{
+	return bits_next(c->rw, u, u + PAGES_PER_UNIT, false) == u + PAGES_PER_UNIT;
+}
+
+/* Collapses the unit at a, which the program has just made wholly read-write (after
+ * the lock: a collapse copies up to 2 MiB; if the program changes the unit meanwhile,
+ * the kernel refuses, or collapses what is still the program's committed memory). */
+static void collapse(uintptr_t a)
+{
+	int r = sp_os->madvise((void *)a, UNIT_SIZE, MADV_COLLAPSE);
+	if (r == -EAGAIN) /* (a page the kernel held for a moment: once more) */
+		r = sp_os->madvise((void *)a, UNIT_SIZE, MADV_COLLAPSE);
+	if (r == 0) {
+		atomic_fetch_add_explicit(&st_collapsed, 1, memory_order_relaxed);
+	} else {
+		rt_verbose(2, "collapse of the reserved unit at %p: %s", (void *)a,
+			   strerror(-r));
+		atomic_fetch_add_explicit(&st_collapse_failed, 1, memory_order_relaxed);
+		pages_note_fall(SP_BACKING_THP, SP_FALL_NOT_HUGE);
+	}
+}
+
+static void collapse_all(const struct change *ch)
+{
+	int e = errno;
+	if (rt_options()->backing != SP_BACKING_4K)
+		for (unsigned i = 0; i < ch->n; i++)
+			collapse(ch->whole[i]);
+	errno = e;
+}
+
 /* Pages [p, p+n) are the program's new mapping with flags (no access). Under lock. */
 static void hand_out(struct chunk *c, size_t p, size_t n, int flags)
 {
@@ -121,10 +168,11 @@ static void hand_out(struct chunk *c, size_t p, size_t n, int flags)
 		c->top = p + n;
 }
 
-void *pack_map(size_t len, int flags)
+void *pack_map(size_t len, int prot, int flags)
 {
 	size_t np = page_up(len) >> PAGE_SHIFT, align = align_of(np), at = CHUNK_PAGES;
 	struct chunk *c = NULL;
+	struct change ch = { .rw = true, .n = 0 };
 	void *out;
 	pthread_mutex_lock(&lock);
 	unsigned n = atomic_load_explicit(&n_chunks, memory_order_relaxed);
@@ -141,14 +189,20 @@ void *pack_map(size_t len, int flags)
 	uintptr_t a = c->base + (at << PAGE_SHIFT);
 	/* The program's own mapping over the runtime's reservation: its flags (its
 	 * accounting: MAP_NORESERVE or not), and the chunk's advice. */
-	if (sp_os->mmap((void *)a, np << PAGE_SHIFT, PROT_NONE, flags | MAP_FIXED, -1, 0,
-			&out) < 0) {
+	if (sp_os->mmap((void *)a, np << PAGE_SHIFT, prot, flags | MAP_FIXED, -1, 0, &out) < 0) {
 		pthread_mutex_unlock(&lock);
 		return NULL;
 	}
 	sp_os->madvise(out, np << PAGE_SHIFT, MADV_HUGEPAGE);
 	hand_out(c, at, np, flags);
+	if (prot != PROT_NONE) {
+		bits_set(c->rw, at, np, true);
+		for (size_t u = at & ~(size_t)(PAGES_PER_UNIT - 1); u < at + np; u += PAGES_PER_UNIT)
+			if (whole(c, u))
+				to_collapse(&ch, c, u);
+	}
 	pthread_mutex_unlock(&lock);
+	collapse_all(&ch);
 	atomic_fetch_add_explicit(&st_packed, 1, memory_order_relaxed);
 	return out;
 }
@@ -195,28 +249,6 @@ static int reserve_again(struct chunk *c, size_t p, size_t n)
 	bits_set(c->noreserve, p, n, true);
 	bits_set(c->dontfork, p, n, false);
 	return 0;
-}
-
-#define MAX_WHOLE 16
-/* Units to collapse once the lock is released (more are left to khugepaged: they
- * are advised). */
-struct change {
-	bool rw;
-	unsigned n;
-	uintptr_t whole[MAX_WHOLE];
-};
-
-static void collapse_all(const struct change *ch);
-
-static void to_collapse(struct change *ch, struct chunk *c, size_t u)
-{
-	if (ch->n < MAX_WHOLE)
-		ch->whole[ch->n++] = c->base + (u << PAGE_SHIFT);
-}
-
-static bool whole(const struct chunk *c, size_t u)
-{
-	return bits_next(c->rw, u, u + PAGES_PER_UNIT, false) == u + PAGES_PER_UNIT;
 }
 
 /* At most this many pages of a unit are filled (FILL_MAX x 4 KiB: 512 KiB of memory
@@ -365,33 +397,6 @@ void pack_vacated(uintptr_t a, size_t len)
 		bits_set(c->rw, (lo - c->base) >> PAGE_SHIFT, (hi - lo) >> PAGE_SHIFT, false);
 	}
 	pthread_mutex_unlock(&lock);
-}
-
-/* Collapses the unit at a, which the program has just made wholly read-write (after
- * the lock: a collapse copies up to 2 MiB; if the program changes the unit meanwhile,
- * the kernel refuses, or collapses what is still the program's committed memory). */
-static void collapse(uintptr_t a)
-{
-	int r = sp_os->madvise((void *)a, UNIT_SIZE, MADV_COLLAPSE);
-	if (r == -EAGAIN) /* (a page the kernel held for a moment: once more) */
-		r = sp_os->madvise((void *)a, UNIT_SIZE, MADV_COLLAPSE);
-	if (r == 0) {
-		atomic_fetch_add_explicit(&st_collapsed, 1, memory_order_relaxed);
-	} else {
-		rt_verbose(2, "collapse of the reserved unit at %p: %s", (void *)a,
-			   strerror(-r));
-		atomic_fetch_add_explicit(&st_collapse_failed, 1, memory_order_relaxed);
-		pages_note_fall(SP_BACKING_THP, SP_FALL_NOT_HUGE);
-	}
-}
-
-static void collapse_all(const struct change *ch)
-{
-	int e = errno;
-	if (rt_options()->backing != SP_BACKING_4K)
-		for (unsigned i = 0; i < ch->n; i++)
-			collapse(ch->whole[i]);
-	errno = e;
 }
 
 /* The program's protection (or a fixed mapping of its) on the part: it is the

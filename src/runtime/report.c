@@ -718,7 +718,7 @@ static void report_text(struct out *o, const struct account *a)
 	put_fmt(o, " now), %llu large %s", (unsigned long long)st->large_mmaps,
 		tlb ? "(on hugetlb units while the pool had pages)" : "aligned");
 	if (st->packed)
-		put_fmt(o, ", %llu reservations packed (%llu units collapsed, %llu refused)",
+		put_fmt(o, ", %llu packed (%llu units collapsed, %llu refused)",
 			(unsigned long long)st->packed, (unsigned long long)st->packed_collapsed,
 			(unsigned long long)st->packed_refused);
 	put_char(o, '\n');

@@ -30,8 +30,9 @@ struct rt_stats {
 	                               the heap's units (arenas of other allocators) */
 	uint64_t small_mmap_bytes;  /* bytes of them mapped now */
 	uint64_t large_mmaps;       /* mmaps of at least SUPERPAGE_MIN aligned to 2 MiB */
-	/* Small PROT_NONE reservations packed side by side (pack.c), and the 2 MiB units
-	 * the program's commits of them made whole: collapsed, or refused by the kernel. */
+	/* Small mappings packed side by side (pack.c: PROT_NONE reservations; read-write
+	 * ones under 2m and 1g), and the 2 MiB units the program's commits of them made
+	 * whole: collapsed, or refused by the kernel. */
 	uint64_t packed, packed_collapsed, packed_refused;
 	/* Falls: a rung that was asked for and not had, by reason (enum sp_fall). */
 	uint64_t falls[SP_BACKING_COUNT][SP_FALL_COUNT];

@@ -198,6 +198,27 @@ for backing in auto thp; do
 		pass "pack_$backing" "$kb of 32768 kB committed huge"
 	fi
 done
+# 2m: the arenas (small read-write mappings, which auto serves from the heap's units)
+# cannot be on hugetlb units: packed, whole units on THP, each mapping a counted fall.
+# (No pool is needed or set.)
+run pack_2m "$SP" run --backing 2m --stats="$tmp/pack2m.json" -- "$PACK"
+akb=$(sed -n 's/^arenas_thp_kb=\([0-9]*\)$/\1/p' "$tmp/pack_2m.err")
+if ! same_as_plain pack_2m; then
+	fail pack_2m "$why"
+elif [ -n "$thp_why" ]; then
+	skip pack_2m "the program's view is right; huge pages not checked: $thp_why"
+elif [ -z "$akb" ] || [ "$akb" -lt 24576 ]; then
+	fail pack_2m "${akb:-no} kB of 32768 of arenas on huge pages: $(oneline "$tmp/pack_2m.err")"
+else
+	falls=$(managed_falls "$tmp/pack2m.json")
+	if [ "$falls" = none ]; then
+		skip pack_2m "arenas THP ($akb kB); cannot read the --stats file to see the fall (python3)"
+	elif [ "$falls" -lt 32 ]; then
+		fail pack_2m "arenas on THP with $falls falls counted, not one for each of 32"
+	else
+		pass pack_2m "$akb of 32768 kB of arenas huge, program_managed_pages $falls"
+	fi
+fi
 for off in 4k arena0; do
 	if [ "$off" = 4k ]; then
 		run pack_4k "$SP" run --backing 4k -- "$PACK"

@@ -6,8 +6,10 @@
  * Every byte is read back and what the program sees (contents, zeros of new pages,
  * faults on what it reserved, the answers of the calls) is printed on stdout, the same
  * lines with or without superpage (no addresses); it exits 1 at the first difference
- * from what the kernel promises. On stderr, from /proc/self/smaps: pages_thp_kb=K,
- * the AnonHugePages kB of the 32 MiB of pages committed. */
+ * from what the kernel promises. Then 32 arenas of 1 MiB read-write, as another
+ * allocator maps them, half unmapped and mapped again. On stderr, from
+ * /proc/self/smaps: pages_thp_kb=K, the AnonHugePages kB of the 32 MiB of pages
+ * committed, and arenas_thp_kb=A, of the 32 MiB of arenas once written. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -142,7 +144,40 @@ int main(void)
 	printf("child: DONTFORK pages %s\n", WEXITSTATUS(st) == 0 ? "absent" : "present");
 	check(intact(7), "a page is intact after fork");
 
+	/* Arenas as another allocator maps them (CPython's: 1 MiB read-write), half
+	 * unmapped and mapped again. */
+	enum { NARENA = 32, ARENA = 1 << 20 };
+	static unsigned char *arena[NARENA];
+	for (unsigned i = 0; i < NARENA; i++) {
+		arena[i] = mmap(NULL, ARENA, RW, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		check(arena[i] != MAP_FAILED, "map an arena");
+		check(arena[i][0] == 0 && arena[i][ARENA - 1] == 0, "a new arena reads as zero");
+		memset(arena[i], (int)i + 1, ARENA);
+	}
+	memcpy(sorted, arena, sizeof arena); /* (the first NARENA entries) */
+	qsort(sorted, NARENA, sizeof sorted[0], by_address);
+	long akb = 0;
+	for (unsigned i = 0, j; i < NARENA; i = j) {
+		for (j = i + 1; j < NARENA && sorted[j] == sorted[j - 1] + ARENA; j++)
+			;
+		akb += smaps_kb((uintptr_t)sorted[i], (uintptr_t)sorted[j - 1] + ARENA,
+				"AnonHugePages:");
+	}
+	for (unsigned i = 0; i < NARENA; i += 2)
+		check(munmap(arena[i], ARENA) == 0, "unmap an arena");
+	for (unsigned i = 0; i < NARENA; i += 2) {
+		arena[i] = mmap(NULL, ARENA, RW, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		check(arena[i] != MAP_FAILED && arena[i][0] == 0 && arena[i][ARENA / 2] == 0,
+		      "an arena mapped again reads as zero");
+		memset(arena[i], (int)i + 1, ARENA);
+	}
+	for (unsigned i = 0; i < NARENA; i++)
+		for (size_t k = 0; k < ARENA; k += 4096)
+			check(arena[i][k] == (unsigned char)(i + 1), "every arena keeps what was written");
+	printf("%u arenas of 1 MiB: written, half mapped again, intact\n", NARENA);
+
 	fprintf(stderr, "pages_thp_kb=%ld\n", kb);
+	fprintf(stderr, "arenas_thp_kb=%ld\n", akb);
 	printf("packres: %u checks passed\n", checks);
 	return 0;
 }
