@@ -157,6 +157,15 @@ static void collapse_all(const struct change *ch)
 	errno = e;
 }
 
+/* Pages [p, p+n) whose mapping a failed MAP_FIXED may have removed (the kernel
+ * unmaps first): never handed out again, since another mapping may now lie there.
+ * Under lock. */
+static void lost(struct chunk *c, size_t p, size_t n)
+{
+	bits_set(c->free, p, n, false);
+	bits_set(c->rw, p, n, false);
+}
+
 /* Pages [p, p+n) are the program's new mapping with flags (no access). Under lock. */
 static void hand_out(struct chunk *c, size_t p, size_t n, int flags)
 {
@@ -190,6 +199,7 @@ void *pack_map(size_t len, int prot, int flags)
 	/* The program's own mapping over the runtime's reservation: its flags (its
 	 * accounting: MAP_NORESERVE or not), and the chunk's advice. */
 	if (sp_os->mmap((void *)a, np << PAGE_SHIFT, prot, flags | MAP_FIXED, -1, 0, &out) < 0) {
+		lost(c, at, np);
 		pthread_mutex_unlock(&lock);
 		return NULL;
 	}
@@ -241,8 +251,10 @@ static int reserve_again(struct chunk *c, size_t p, size_t n)
 {
 	void *at = (void *)(c->base + (p << PAGE_SHIFT)), *out;
 	if (sp_os->mmap(at, n << PAGE_SHIFT, PROT_NONE, reserve_flags | MAP_FIXED, -1, 0,
-			&out) < 0)
+			&out) < 0) {
+		lost(c, p, n);
 		return sp_os->munmap(at, n << PAGE_SHIFT);
+	}
 	sp_os->madvise(at, n << PAGE_SHIFT, MADV_HUGEPAGE);
 	bits_set(c->free, p, n, true);
 	bits_set(c->rw, p, n, false);
@@ -285,8 +297,10 @@ static bool fill(struct chunk *c, size_t u)
 		size_t j = bits_next(c->rw, i, end, true);
 		void *at = (void *)(c->base + (i << PAGE_SHIFT)), *out;
 		if (sp_os->mmap(at, (j - i) << PAGE_SHIFT, PROT_READ | PROT_WRITE,
-				reserve_flags | MAP_FIXED, -1, 0, &out) < 0)
-			return false; /* (still reserved, or read-write: left resident) */
+				reserve_flags | MAP_FIXED, -1, 0, &out) < 0) {
+			lost(c, i, j - i);
+			return false;
+		}
 		sp_os->madvise(at, (j - i) << PAGE_SHIFT, MADV_HUGEPAGE);
 		if (df)
 			sp_os->madvise(at, (j - i) << PAGE_SHIFT, MADV_DONTFORK);
@@ -359,18 +373,21 @@ void *pack_take(uintptr_t a, size_t len, int prot, int flags)
 	struct chunk *c = chunk_of(a);
 	size_t np = page_up(len) >> PAGE_SHIFT, p;
 	void *out = NULL;
-	if (!c || (a & (PAGE_SIZE - 1)) || a + len > c->base + CHUNK_SIZE || a + len < a)
+	if (!c || (a & (PAGE_SIZE - 1)) || !np || np > CHUNK_PAGES ||
+	    a - c->base > CHUNK_SIZE - (np << PAGE_SHIFT))
 		return NULL;
 	p = (a - c->base) >> PAGE_SHIFT;
 	pthread_mutex_lock(&lock);
-	if (bits_next(c->free, p, p + np, false) == p + np &&
-	    sp_os->mmap((void *)a, np << PAGE_SHIFT, prot,
-			(flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, -1, 0, &out) == 0) {
-		sp_os->madvise(out, np << PAGE_SHIFT, MADV_HUGEPAGE);
-		hand_out(c, p, np, flags);
-		bits_set(c->rw, p, np, prot == (PROT_READ | PROT_WRITE));
-	} else {
-		out = NULL;
+	if (bits_next(c->free, p, p + np, false) == p + np) {
+		if (sp_os->mmap((void *)a, np << PAGE_SHIFT, prot,
+				(flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, -1, 0, &out) == 0) {
+			sp_os->madvise(out, np << PAGE_SHIFT, MADV_HUGEPAGE);
+			hand_out(c, p, np, flags);
+			bits_set(c->rw, p, np, prot == (PROT_READ | PROT_WRITE));
+		} else {
+			lost(c, p, np);
+			out = NULL;
+		}
 	}
 	pthread_mutex_unlock(&lock);
 	return out;
