@@ -65,6 +65,23 @@ static int by_address(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* The AnonHugePages kB of n mappings of size bytes each, over runs of adjacent ones
+ * (smaps counts a kernel mapping that holds several once). */
+static long huge_kb(unsigned char *const *v, unsigned n, size_t size)
+{
+	unsigned char *sorted[NPAGES];
+	long kb = 0;
+	memcpy(sorted, v, n * sizeof sorted[0]);
+	qsort(sorted, n, sizeof sorted[0], by_address);
+	for (unsigned i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && sorted[j] == sorted[j - 1] + size; j++)
+			;
+		kb += smaps_kb((uintptr_t)sorted[i], (uintptr_t)sorted[j - 1] + size,
+			       "AnonHugePages:");
+	}
+	return kb;
+}
+
 static bool intact(unsigned i)
 {
 	unsigned char want = (unsigned char)((i & 0xff) | 1);
@@ -80,17 +97,7 @@ int main(void)
 
 	for (unsigned i = 0; i < NPAGES; i++)
 		pages[i] = new_page(i);
-	/* (Over runs of adjacent pages: smaps counts a mapping that holds several once.) */
-	unsigned char *sorted[NPAGES];
-	memcpy(sorted, pages, sizeof sorted);
-	qsort(sorted, NPAGES, sizeof sorted[0], by_address);
-	long kb = 0;
-	for (unsigned i = 0, j; i < NPAGES; i = j) {
-		for (j = i + 1; j < NPAGES && sorted[j] == sorted[j - 1] + HEAP_PAGE; j++)
-			;
-		kb += smaps_kb((uintptr_t)sorted[i], (uintptr_t)sorted[j - 1] + HEAP_PAGE,
-			       "AnonHugePages:");
-	}
+	long kb = huge_kb(pages, NPAGES, HEAP_PAGE);
 	for (unsigned i = 0; i < NPAGES; i++)
 		check(intact(i), "every page keeps what was written");
 	printf("%u pages of %lu KiB committed and intact\n", NPAGES, PAGE_KB);
@@ -154,15 +161,7 @@ int main(void)
 		check(arena[i][0] == 0 && arena[i][ARENA - 1] == 0, "a new arena reads as zero");
 		memset(arena[i], (int)i + 1, ARENA);
 	}
-	memcpy(sorted, arena, sizeof arena); /* (the first NARENA entries) */
-	qsort(sorted, NARENA, sizeof sorted[0], by_address);
-	long akb = 0;
-	for (unsigned i = 0, j; i < NARENA; i = j) {
-		for (j = i + 1; j < NARENA && sorted[j] == sorted[j - 1] + ARENA; j++)
-			;
-		akb += smaps_kb((uintptr_t)sorted[i], (uintptr_t)sorted[j - 1] + ARENA,
-				"AnonHugePages:");
-	}
+	long akb = huge_kb(arena, NARENA, ARENA);
 	for (unsigned i = 0; i < NARENA; i += 2)
 		check(munmap(arena[i], ARENA) == 0, "unmap an arena");
 	for (unsigned i = 0; i < NARENA; i += 2) {
