@@ -236,10 +236,10 @@ static void *managed_map(void *addr, size_t len, int prot, int flags, int fd, of
 static void *pack_on_thp(void *p);
 
 /* A small reservation of the program's (pack.c): packed into the runtime's chunks,
- * from SUPERPAGE_ARENA_MIN up to SUPERPAGE_MIN (and below 2 MiB), unless THP is off for the program (4k)
- * or the heap is; MAP_FIXED_NOREPLACE at free pages of a chunk is mapped there. Under
- * 2m and 1g the program changes such memory at 4 KiB: THP, a counted fall. NULL: not
- * packed. */
+ * from SUPERPAGE_ARENA_MIN up to SUPERPAGE_MIN (and below 2 MiB), unless THP is off
+ * for the program (4k) or the heap is; MAP_FIXED_NOREPLACE at free pages of a chunk
+ * is mapped there. Under 2m and 1g the program changes such memory at 4 KiB: THP, a
+ * counted fall. NULL: not packed. */
 static void *packed(void *addr, size_t len, int prot, int flags)
 {
 	const struct sp_options *o = rt_options();
