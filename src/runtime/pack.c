@@ -166,15 +166,22 @@ static void lost(struct chunk *c, size_t p, size_t n)
 	bits_set(c->rw, p, n, false);
 }
 
+/* Pages [p, p+n) are a new mapping of the program's with flags: what fill must match
+ * in them, and the top. Under lock. */
+static void mapped_with(struct chunk *c, size_t p, size_t n, int flags)
+{
+	bits_set(c->noreserve, p, n, flags & MAP_NORESERVE);
+	bits_set(c->dontfork, p, n, false);
+	if (p + n > c->top)
+		c->top = p + n;
+}
+
 /* Pages [p, p+n) are the program's new mapping with flags (no access). Under lock. */
 static void hand_out(struct chunk *c, size_t p, size_t n, int flags)
 {
 	bits_set(c->free, p, n, false);
 	bits_set(c->rw, p, n, false);
-	bits_set(c->noreserve, p, n, flags & MAP_NORESERVE);
-	bits_set(c->dontfork, p, n, false);
-	if (p + n > c->top)
-		c->top = p + n;
+	mapped_with(c, p, n, flags);
 }
 
 void *pack_map(size_t len, int prot, int flags)
@@ -244,6 +251,17 @@ static int each_part(uintptr_t a, size_t len,
 	return ret;
 }
 
+/* Pages [p, p+n), just reserved again (the chunk's flags), are advised as the chunk
+ * is and free. Under lock. */
+static void reserved(struct chunk *c, size_t p, size_t n)
+{
+	sp_os->madvise((void *)(c->base + (p << PAGE_SHIFT)), n << PAGE_SHIFT, MADV_HUGEPAGE);
+	bits_set(c->free, p, n, true);
+	bits_set(c->rw, p, n, false);
+	bits_set(c->noreserve, p, n, true);
+	bits_set(c->dontfork, p, n, false);
+}
+
 /* Pages [p, p+n) go back to the chunk: reserved again in place (which drops their
  * memory), then free. If the kernel cannot (out of mappings), they are unmapped and
  * never handed out again. */
@@ -255,11 +273,7 @@ static int reserve_again(struct chunk *c, size_t p, size_t n)
 		lost(c, p, n);
 		return sp_os->munmap(at, n << PAGE_SHIFT);
 	}
-	sp_os->madvise(at, n << PAGE_SHIFT, MADV_HUGEPAGE);
-	bits_set(c->free, p, n, true);
-	bits_set(c->rw, p, n, false);
-	bits_set(c->noreserve, p, n, true);
-	bits_set(c->dontfork, p, n, false);
+	reserved(c, p, n);
 	return 0;
 }
 
@@ -396,23 +410,20 @@ void *pack_take(uintptr_t a, size_t len, int prot, int flags)
 /* After the kernel moved a mapping away from [a, a+len) in a chunk: the hole is
  * reserved again unless another mapping took it meanwhile (then it is never handed
  * out again). */
-void pack_vacated(uintptr_t a, size_t len)
+static int vacated_part(struct chunk *c, size_t p, size_t n, void *arg)
 {
 	void *out;
+	(void)arg;
+	if (sp_os->mmap((void *)(c->base + (p << PAGE_SHIFT)), n << PAGE_SHIFT, PROT_NONE,
+			reserve_flags | MAP_FIXED_NOREPLACE, -1, 0, &out) == 0)
+		reserved(c, p, n);
+	return 0;
+}
+
+void pack_vacated(uintptr_t a, size_t len)
+{
 	pthread_mutex_lock(&lock);
-	unsigned n = atomic_load_explicit(&n_chunks, memory_order_acquire);
-	for (unsigned i = 0; i < n; i++) {
-		struct chunk *c = &chunks[i];
-		uintptr_t lo = a > c->base ? a : c->base, end = a + page_up(len);
-		uintptr_t hi = end < c->base + CHUNK_SIZE ? end : c->base + CHUNK_SIZE;
-		if (lo >= hi ||
-		    sp_os->mmap((void *)lo, hi - lo, PROT_NONE, reserve_flags | MAP_FIXED_NOREPLACE,
-				-1, 0, &out) < 0)
-			continue;
-		sp_os->madvise(out, hi - lo, MADV_HUGEPAGE);
-		bits_set(c->free, (lo - c->base) >> PAGE_SHIFT, (hi - lo) >> PAGE_SHIFT, true);
-		bits_set(c->rw, (lo - c->base) >> PAGE_SHIFT, (hi - lo) >> PAGE_SHIFT, false);
-	}
+	each_part(a, len, vacated_part, NULL);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -448,10 +459,7 @@ struct fixed { struct change ch; int flags; };
 static int fixed_part(struct chunk *c, size_t p, size_t n, void *arg)
 {
 	struct fixed *f = arg;
-	bits_set(c->noreserve, p, n, f->flags & MAP_NORESERVE);
-	bits_set(c->dontfork, p, n, false);
-	if (p + n > c->top)
-		c->top = p + n;
+	mapped_with(c, p, n, f->flags);
 	return change_part(c, p, n, &f->ch);
 }
 
