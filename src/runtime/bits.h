@@ -58,4 +58,40 @@ static inline size_t bits_find_run_phase(const uint64_t *b, size_t limit, size_t
 	return limit;
 }
 
+/* Last index below `to` whose bit is `on`, or SIZE_MAX. */
+static inline size_t bits_prev(const uint64_t *b, size_t to, bool on)
+{
+	size_t i = to;
+	while (i > 0) {
+		size_t wi = (i - 1) >> 6, top = (i - 1) & 63;
+		uint64_t w = b[wi];
+		if (!on)
+			w = ~w;
+		if (top < 63)
+			w &= (2ull << top) - 1;
+		if (w)
+			return (wi << 6) + 63 - (size_t)__builtin_clzll(w);
+		i = wi << 6;
+	}
+	return SIZE_MAX;
+}
+
+/* The highest run of n set bits below limit whose start is a multiple of align; or
+ * limit. */
+static inline size_t bits_find_run_last(const uint64_t *b, size_t limit, size_t n, size_t align)
+{
+	size_t end = limit;
+	while (n && end >= n) {
+		size_t last = bits_prev(b, end, true);
+		if (last == SIZE_MAX || last + 1 < n)
+			return limit;
+		size_t f = (last + 1 - n) & ~(align - 1);
+		size_t clear = bits_prev(b, f + n, false);
+		if (clear == SIZE_MAX || clear < f)
+			return f;
+		end = clear; /* (the run lies below the clear bit) */
+	}
+	return limit;
+}
+
 #endif

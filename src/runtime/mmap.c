@@ -39,10 +39,19 @@ static bool ours(int prot, int flags)
 	       (flags & plain) == plain;
 }
 
+/* Read-write mappings from PACK_MIN up to SUPERPAGE_ARENA_MIN are a program's own heap
+ * pages (Ruby's are 16 KiB, each mapped 32 KiB and trimmed to its alignment): packed
+ * (pack.c), top-down as the kernel would place them, so that the part one trims is
+ * the next one's. In the heap's units the trimmed parts would be holes the next page
+ * cannot use (Ruby: 1.65x its memory). Smaller ones are left to the kernel. */
+#define PACK_MIN ((size_t)16 << 10)
+
 static void *small_map(size_t len)
 {
-	size_t np = (len + PAGE_SIZE - 1) >> PAGE_SHIFT;
-	struct span *s = pages_alloc_run(np, 1, SPAN_MMAP);
+	size_t np = (len + PAGE_SIZE - 1) >> PAGE_SHIFT, align = 1;
+	while (align * 4 <= np)
+		align *= 2;
+	struct span *s = pages_alloc_run(np, align, SPAN_MMAP);
 	if (!s)
 		return NULL;
 	/* The kernel's anonymous memory reads as zero; recycled pages must too. */
@@ -332,9 +341,12 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		if (p)
 			return p;
 	}
-	/* Under 2m and 1g, packed side by side instead (pack.c), so that whole units of
-	 * them are THP (the populating is left to the program's touches). */
-	if (o->heap && hugetlb && len >= o->arena_min && o->arena_min && len < UNIT_SIZE) {
+	/* Under 2m and 1g, and below SUPERPAGE_ARENA_MIN from PACK_MIN up, packed side by
+	 * side instead (pack.c), so that whole units of them are THP (the populating is
+	 * left to the program's touches). */
+	size_t pack_min = o->arena_min < PACK_MIN ? o->arena_min : PACK_MIN;
+	if (o->heap && o->arena_min && o->backing != SP_BACKING_4K && len >= pack_min &&
+	    len < UNIT_SIZE && (hugetlb || len < o->arena_min)) {
 		void *p = pack_on_thp(pack_map(len, prot, flags & ~MAP_POPULATE));
 		if (p)
 			return p;

@@ -9,7 +9,8 @@
  * PROT_NONE, from SUPERPAGE_ARENA_MIN up to SUPERPAGE_MIN, not at a fixed address)
  * are placed side by side, aligned, in chunks of address space the runtime holds
  * (PROT_NONE, advised for THP), lowest address first, so that a page unmapped for
- * alignment is the next one's start. The program's view is what the kernel would
+ * alignment is the next one's start. Small read-write mappings packed here (Ruby's
+ * heap pages; under 2m and 1g, other allocators' arenas) go from the top down. The program's view is what the kernel would
  * give it (its protection, its flags; only the address differs, which a hint allows).
  * When the program's commits make a whole 2 MiB unit read-write, the unit is
  * collapsed into a huge page (MADV_COLLAPSE): its pages were touched at 4 KiB while
@@ -40,7 +41,8 @@ struct chunk {
 	uint64_t *rw;        /* pages mapped read-write: the program's, or left resident */
 	uint64_t *noreserve; /* the program's pages mapped MAP_NORESERVE */
 	uint64_t *dontfork;  /* the program's pages it advised MADV_DONTFORK */
-	size_t top;          /* pages below it were handed out at some time */
+	size_t top;          /* pages below it were handed out bottom-up at some time */
+	size_t low;          /* pages from it up were handed out top-down at some time */
 };
 
 static struct chunk chunks[N_CHUNKS];
@@ -89,6 +91,7 @@ static struct chunk *chunk_new(void)
 	c->noreserve = c->rw + CHUNK_WORDS;
 	c->dontfork = c->noreserve + CHUNK_WORDS;
 	c->top = 0;
+	c->low = CHUNK_PAGES;
 	bits_set(c->free, 0, CHUNK_PAGES, true);
 	if (c->base < atomic_load(&lo_all))
 		atomic_store_explicit(&lo_all, c->base, memory_order_release);
@@ -167,26 +170,43 @@ static void lost(struct chunk *c, size_t p, size_t n)
 }
 
 /* Pages [p, p+n) are a new mapping of the program's with flags: what fill must match
- * in them, and the top. Under lock. */
-static void mapped_with(struct chunk *c, size_t p, size_t n, int flags)
+ * in them, and the top (or, handed out top-down, the low mark). Under lock. */
+static void mapped_with(struct chunk *c, size_t p, size_t n, int flags, bool down)
 {
 	bits_set(c->noreserve, p, n, flags & MAP_NORESERVE);
 	bits_set(c->dontfork, p, n, false);
-	if (p + n > c->top)
+	if (down && p < c->low)
+		c->low = p;
+	else if (!down && p + n > c->top)
 		c->top = p + n;
 }
 
 /* Pages [p, p+n) are the program's new mapping with flags (no access). Under lock. */
-static void hand_out(struct chunk *c, size_t p, size_t n, int flags)
+static void hand_out(struct chunk *c, size_t p, size_t n, int flags, bool down)
 {
 	bits_set(c->free, p, n, false);
 	bits_set(c->rw, p, n, false);
-	mapped_with(c, p, n, flags);
+	mapped_with(c, p, n, flags, down);
 }
 
+/* Where a mapping of np pages at align goes in c: reservations from the bottom up,
+ * read-write mappings from the top down (see pack_map); CHUNK_PAGES if nowhere. */
+static size_t place(const struct chunk *c, size_t np, size_t align, bool down)
+{
+	return down ? bits_find_run_last(c->free, CHUNK_PAGES, np, align)
+		    : bits_find_run_phase(c->free, CHUNK_PAGES, np, align, 0);
+}
+
+/* A reservation goes at the lowest free place, a read-write mapping at the highest.
+ * Either way a program that maps more than it needs to align it and unmaps the rest
+ * leaves what it unmapped where the next one starts: V8 keeps the low part of its
+ * reservation (its start is aligned here), Ruby the high part of its read-write
+ * mapping (its first aligned page above the start), as each does under the kernel,
+ * which maps them top-down. */
 void *pack_map(size_t len, int prot, int flags)
 {
 	size_t np = page_up(len) >> PAGE_SHIFT, align = align_of(np), at = CHUNK_PAGES;
+	bool down = prot != PROT_NONE;
 	struct chunk *c = NULL;
 	struct change ch = { .rw = true, .n = 0 };
 	void *out;
@@ -194,10 +214,10 @@ void *pack_map(size_t len, int prot, int flags)
 	unsigned n = atomic_load_explicit(&n_chunks, memory_order_relaxed);
 	for (unsigned i = 0; i < n && at == CHUNK_PAGES; i++) {
 		c = &chunks[i];
-		at = bits_find_run_phase(c->free, CHUNK_PAGES, np, align, 0);
+		at = place(c, np, align, down);
 	}
 	if (at == CHUNK_PAGES && (c = chunk_new()))
-		at = 0;
+		at = place(c, np, align, down);
 	if (at == CHUNK_PAGES) {
 		pthread_mutex_unlock(&lock);
 		return NULL;
@@ -211,7 +231,7 @@ void *pack_map(size_t len, int prot, int flags)
 		return NULL;
 	}
 	sp_os->madvise(out, np << PAGE_SHIFT, MADV_HUGEPAGE);
-	hand_out(c, at, np, flags);
+	hand_out(c, at, np, flags, down);
 	if (prot != PROT_NONE) {
 		bits_set(c->rw, at, np, true);
 		for (size_t u = at & ~(size_t)(PAGES_PER_UNIT - 1); u < at + np; u += PAGES_PER_UNIT)
@@ -282,8 +302,8 @@ static int reserve_again(struct chunk *c, size_t p, size_t n)
 #define FILL_MAX (PAGES_PER_UNIT / 4)
 
 /* Unit u (a page index) holds only read-write pages (the program's, or left resident)
- * and, below the chunk's top (where the program unmapped pages: holes, not pages the
- * next reservations will take), at most FILL_MAX reserved ones; its read-write pages
+ * and, below the chunk's top or from its low mark up (where the program unmapped
+ * pages: holes, not pages the next mappings will take), at most FILL_MAX reserved ones; its read-write pages
  * are all MAP_NORESERVE and alike in MADV_DONTFORK. The holes are mapped read-write
  * with those flags (so that the kernel merges the unit into one mapping), as pages
  * left resident, and the unit can be collapsed: true. Under lock. */
@@ -291,7 +311,7 @@ static bool fill(struct chunk *c, size_t u)
 {
 	size_t end = u + PAGES_PER_UNIT, holes = 0;
 	int df = -1;
-	if (end > c->top)
+	if (end > c->top && u < c->low)
 		return false;
 	for (size_t i = u; i < end; i++) {
 		bool f = bit(c->free, i), w = bit(c->rw, i);
@@ -396,7 +416,7 @@ void *pack_take(uintptr_t a, size_t len, int prot, int flags)
 		if (sp_os->mmap((void *)a, np << PAGE_SHIFT, prot,
 				(flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, -1, 0, &out) == 0) {
 			sp_os->madvise(out, np << PAGE_SHIFT, MADV_HUGEPAGE);
-			hand_out(c, p, np, flags);
+			hand_out(c, p, np, flags, false);
 			bits_set(c->rw, p, np, prot == (PROT_READ | PROT_WRITE));
 		} else {
 			lost(c, p, np);
@@ -459,7 +479,7 @@ struct fixed { struct change ch; int flags; };
 static int fixed_part(struct chunk *c, size_t p, size_t n, void *arg)
 {
 	struct fixed *f = arg;
-	mapped_with(c, p, n, f->flags);
+	mapped_with(c, p, n, f->flags, false);
 	return change_part(c, p, n, &f->ch);
 }
 

@@ -168,8 +168,8 @@ fi
 
 # ---------- small reservations, packed (V8's heap pages) ----------
 # packres's figure from run name's stderr: the AnonHugePages kB of its 32 MiB of pages.
-pack_kb() { # name
-	sed -n 's/^pages_thp_kb=\([0-9]*\)$/\1/p' "$tmp/$1.err"
+pack_kb() { # name [field]
+	sed -n "s/^${2:-pages_thp_kb}=\([0-9-]*\)$/\1/p" "$tmp/$1.err"
 }
 run plain "$PACK"
 if [ "$rc" != 0 ]; then
@@ -186,6 +186,8 @@ fi
 for backing in auto thp; do
 	run "pack_$backing" "$SP" run --backing "$backing" -- "$PACK"
 	kb=$(pack_kb "pack_$backing")
+	rkb=$(pack_kb "pack_$backing" rpages_thp_kb)
+	rss=$(pack_kb "pack_$backing" rpages_rss_kb)
 	if ! same_as_plain "pack_$backing"; then
 		fail "pack_$backing" "$why"
 	elif [ -n "$thp_why" ]; then
@@ -194,8 +196,13 @@ for backing in auto thp; do
 		# (32 MiB committed in 16 whole units; a collapse the kernel refuses for a
 		# moment may leave one or two on base pages)
 		fail "pack_$backing" "${kb:-no} kB of 32768 committed on huge pages: $(oneline "$tmp/pack_$backing.err")"
+	elif [ -z "$rkb" ] || [ "$rkb" -lt 24576 ]; then
+		fail "pack_$backing" "${rkb:-no} kB of Ruby's 32768 kB of pages on huge pages"
+	elif [ -z "$rss" ] || [ "$rss" -lt 0 ] || [ "$rss" -gt $((32768 + 2048)) ]; then
+		# (what Ruby unmaps to align its pages must not stay resident between them)
+		fail "pack_$backing" "${rss:-no} kB resident over Ruby's 32768 kB of pages"
 	else
-		pass "pack_$backing" "$kb of 32768 kB committed huge"
+		pass "pack_$backing" "$kb of 32768 kB committed huge; Ruby's pages $rkb kB huge, $rss kB resident"
 	fi
 done
 # 2m: the arenas (small read-write mappings, which auto serves from the heap's units)
@@ -230,6 +237,8 @@ for off in 4k arena0; do
 		fail "pack_$off" "$why"
 	elif [ "$mode" = madvise ] && [ "$kb" != 0 ]; then
 		fail "pack_$off" "huge pages where none were asked for: pages_thp_kb=$kb"
+	elif [ "$mode" = madvise ] && [ "$(pack_kb "pack_$off" rpages_thp_kb)" != 0 ]; then
+		fail "pack_$off" "huge pages where none were asked for: $(oneline "$tmp/pack_$off.err")"
 	else
 		pass "pack_$off"
 	fi

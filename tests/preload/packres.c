@@ -7,9 +7,13 @@
  * faults on what it reserved, the answers of the calls) is printed on stdout, the same
  * lines with or without superpage (no addresses); it exits 1 at the first difference
  * from what the kernel promises. Then 32 arenas of 1 MiB read-write, as another
- * allocator maps them, half unmapped and mapped again. On stderr, from
- * /proc/self/smaps: pages_thp_kb=K, the AnonHugePages kB of the 32 MiB of pages
- * committed, and arenas_thp_kb=A, of the 32 MiB of arenas once written. */
+ * allocator maps them, half unmapped and mapped again. Then 2048 heap pages of
+ * 16 KiB as Ruby keeps its own: each mapped read-write 32 KiB and trimmed to the
+ * first 16 KiB-aligned part above its start, written, a third freed and taken again.
+ * On stderr, from /proc/self/smaps: pages_thp_kb=K, the AnonHugePages kB of the
+ * 32 MiB of pages committed, arenas_thp_kb=A, of the 32 MiB of arenas once written,
+ * rpages_thp_kb=R, of the 32 MiB of Ruby's pages, and rpages_rss_kb=S, resident from
+ * the lowest of them to the end of the highest (-1: not all of it mapped). */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -32,6 +36,10 @@
 #define RW (PROT_READ | PROT_WRITE)
 
 static unsigned char *pages[NPAGES];
+
+#define RPAGE (16ul << 10)
+#define NRPAGES 2048 /* 32 MiB */
+static unsigned char *rpages[NRPAGES];
 
 /* One heap page as V8's OS::Allocate makes it: over-reserved at a hint, aligned by
  * unmapping what lies outside, committed, written with its own pattern. */
@@ -65,21 +73,68 @@ static int by_address(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* The AnonHugePages kB of n mappings of size bytes each, over runs of adjacent ones
- * (smaps counts a kernel mapping that holds several once). */
-static long huge_kb(unsigned char *const *v, unsigned n, size_t size)
+/* The kB of field ("AnonHugePages:") of n mappings of size bytes each, over runs of
+ * adjacent ones (smaps counts a kernel mapping that holds several once). */
+static long span_kb(unsigned char *const *v, unsigned n, size_t size, const char *field)
 {
-	unsigned char *sorted[NPAGES];
+	static unsigned char *sorted[NRPAGES];
 	long kb = 0;
 	memcpy(sorted, v, n * sizeof sorted[0]);
 	qsort(sorted, n, sizeof sorted[0], by_address);
 	for (unsigned i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && sorted[j] == sorted[j - 1] + size; j++)
 			;
-		kb += smaps_kb((uintptr_t)sorted[i], (uintptr_t)sorted[j - 1] + size,
-			       "AnonHugePages:");
+		kb += smaps_kb((uintptr_t)sorted[i], (uintptr_t)sorted[j - 1] + size, field);
 	}
 	return kb;
+}
+
+/* One of Ruby's heap pages (gc.c, 3.1): mapped read-write twice its size, the part
+ * from the first aligned address above the start kept, the rest unmapped. */
+static unsigned char *new_rpage(unsigned i)
+{
+	unsigned char *m = mmap(NULL, 2 * RPAGE, RW, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	check(m != MAP_FAILED, "map a Ruby page");
+	uintptr_t a = (uintptr_t)m, al = (a + RPAGE) & ~(RPAGE - 1);
+	check(munmap(m, al - a) == 0, "unmap a Ruby page's head");
+	check(al + RPAGE == a + 2 * RPAGE || munmap((void *)(al + RPAGE), a + RPAGE - al) == 0,
+	      "unmap a Ruby page's tail");
+	unsigned char *p = (unsigned char *)al;
+	for (size_t k = 0; k < RPAGE; k += 4096)
+		check(p[k] == 0 && p[k + 4095] == 0, "a new Ruby page reads as zero");
+	memset(p, (int)((i * 7) & 0xff) | 1, RPAGE);
+	return p;
+}
+
+/* The kB resident (mincore) from the lowest of Ruby's pages to the end of the highest:
+ * their memory and that of any hole between them. -1 if part of it is not mapped. */
+static long rpages_hull_kb(void)
+{
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (unsigned i = 0; i < NRPAGES; i++) {
+		uintptr_t a = (uintptr_t)rpages[i];
+		lo = a < lo ? a : lo;
+		hi = a + RPAGE > hi ? a + RPAGE : hi;
+	}
+	size_t n = (hi - lo) / 4096;
+	unsigned char *v = malloc(n);
+	long kb = -1;
+	if (v && mincore((void *)lo, hi - lo, v) == 0) {
+		kb = 0;
+		for (size_t i = 0; i < n; i++)
+			kb += (v[i] & 1) * 4;
+	}
+	free(v);
+	return kb;
+}
+
+static bool rpage_intact(unsigned i)
+{
+	unsigned char want = (unsigned char)(((i * 7) & 0xff) | 1);
+	for (size_t k = 0; k < RPAGE; k++)
+		if (rpages[i][k] != want)
+			return false;
+	return true;
 }
 
 static bool intact(unsigned i)
@@ -97,7 +152,7 @@ int main(void)
 
 	for (unsigned i = 0; i < NPAGES; i++)
 		pages[i] = new_page(i);
-	long kb = huge_kb(pages, NPAGES, HEAP_PAGE);
+	long kb = span_kb(pages, NPAGES, HEAP_PAGE, "AnonHugePages:");
 	for (unsigned i = 0; i < NPAGES; i++)
 		check(intact(i), "every page keeps what was written");
 	printf("%u pages of %lu KiB committed and intact\n", NPAGES, PAGE_KB);
@@ -161,7 +216,7 @@ int main(void)
 		check(arena[i][0] == 0 && arena[i][ARENA - 1] == 0, "a new arena reads as zero");
 		memset(arena[i], (int)i + 1, ARENA);
 	}
-	long akb = huge_kb(arena, NARENA, ARENA);
+	long akb = span_kb(arena, NARENA, ARENA, "AnonHugePages:");
 	for (unsigned i = 0; i < NARENA; i += 2)
 		check(munmap(arena[i], ARENA) == 0, "unmap an arena");
 	for (unsigned i = 0; i < NARENA; i += 2) {
@@ -175,8 +230,22 @@ int main(void)
 			check(arena[i][k] == (unsigned char)(i + 1), "every arena keeps what was written");
 	printf("%u arenas of 1 MiB: written, half mapped again, intact\n", NARENA);
 
+	for (unsigned i = 0; i < NRPAGES; i++)
+		rpages[i] = new_rpage(i);
+	long rkb = span_kb(rpages, NRPAGES, RPAGE, "AnonHugePages:");
+	long rss = rpages_hull_kb();
+	for (unsigned i = 0; i < NRPAGES; i += 3)
+		check(munmap(rpages[i], RPAGE) == 0, "free a Ruby page");
+	for (unsigned i = 0; i < NRPAGES; i += 3)
+		rpages[i] = new_rpage(i);
+	for (unsigned i = 0; i < NRPAGES; i++)
+		check(rpage_intact(i), "every Ruby page keeps what was written");
+	printf("%u Ruby pages of 16 KiB: written, a third freed and taken again, intact\n",
+	       NRPAGES);
+
 	fprintf(stderr, "pages_thp_kb=%ld\n", kb);
 	fprintf(stderr, "arenas_thp_kb=%ld\n", akb);
+	fprintf(stderr, "rpages_thp_kb=%ld\nrpages_rss_kb=%ld\n", rkb, rss);
 	printf("packres: %u checks passed\n", checks);
 	return 0;
 }
