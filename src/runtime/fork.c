@@ -131,7 +131,7 @@ static void fork_parent(void)
 	disarm();
 	brk_fork_parent();
 	heap_fork_parent();
-	pack_fork_after();
+	pack_fork_parent();
 	shm_fork_after();
 	errno = e;
 }
@@ -143,7 +143,7 @@ static void fork_child(void)
 	disarm();
 	brk_fork_child();
 	heap_fork_child();
-	pack_fork_after();
+	pack_fork_child();
 	shm_fork_after();
 	errno = e;
 }

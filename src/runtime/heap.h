@@ -230,7 +230,8 @@ void pages_note_fall(enum sp_backing rung, enum sp_fall why);
 
 /* ---- the program's small reservations, packed (pack.c), for mmap.c ---- */
 /* A private anonymous mapping of len bytes (below 2 MiB), PROT_NONE (a reservation)
- * or read-write (under 2m and 1g, where the heap's units are hugetlb), with the
+ * or read-write (a runtime's heap page; under 2m and 1g, where the heap's units are
+ * hugetlb, an arena), with the
  * program's flags, placed in a chunk of the runtime's; NULL if none can hold it.
  * Units it makes wholly read-write are collapsed. */
 void *pack_map(size_t len, int prot, int flags);
@@ -244,15 +245,17 @@ int pack_unmap(uintptr_t a, size_t len, int (*outside)(uintptr_t a, size_t len))
 void pack_changed(uintptr_t a, size_t len, bool rw);
 /* The same after a fixed mapping of the program's with flags. */
 void pack_fixed(uintptr_t a, size_t len, bool rw, int flags);
-/* After the program's madvise of [a, a+len) succeeded (MADV_DONTFORK, MADV_DOFORK
- * are remembered: pages pack.c maps beside the program's take them on). */
-void pack_advised(uintptr_t a, size_t len, int advice);
+/* The program's madvise of [a, a+len) (page-aligned): MADV_DONTFORK and MADV_DOFORK
+ * on the chunks' parts are remembered (and given to the kernel only across fork),
+ * the rest goes to the kernel. 0 or -errno. */
+int pack_advise(uintptr_t a, size_t len, int advice);
 /* MAP_FIXED_NOREPLACE at free pages of a chunk: mapped, or NULL. */
 void *pack_take(uintptr_t a, size_t len, int prot, int flags);
 /* After the kernel moved a mapping away from [a, a+len) (mremap). */
 void pack_vacated(uintptr_t a, size_t len);
 void pack_fork_prepare(void);
-void pack_fork_after(void);
+void pack_fork_parent(void);
+void pack_fork_child(void);
 /* Reservations packed, units collapsed, collapses the kernel refused. */
 void pack_stats(uint64_t *packed, uint64_t *collapsed, uint64_t *failed);
 

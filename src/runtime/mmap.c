@@ -469,14 +469,14 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 	if (!(a & (PAGE_SIZE - 1)) && len && end > a && rt_init() &&
 	    (in_heap(addr, len) || in_brk(addr, len)))
 		r = advise_pieces(a, end, advice);
+	else if (!(a & (PAGE_SIZE - 1)) && len && end > a && rt_init())
+		r = pack_advise(a, len, advice);
 	else
 		r = sp_os->madvise(addr, len, advice);
 	if (r < 0) {
 		errno = -r;
 		return -1;
 	}
-	if (!(a & (PAGE_SIZE - 1)) && rt_init())
-		pack_advised(a, len, advice);
 	return 0;
 }
 

@@ -14,7 +14,13 @@
  * give it (its protection, its flags; only the address differs, which a hint allows).
  * When the program's commits make a whole 2 MiB unit read-write, the unit is
  * collapsed into a huge page (MADV_COLLAPSE): its pages were touched at 4 KiB while
- * the unit was still partly reserved. A unit is never collapsed before all of it is
+ * the unit was still partly reserved. The kernel collapses a unit only inside one of
+ * its mappings, and joins two neighbours into one only when they share their
+ * anonymous memory's reverse map (anon_vma), which each mapping touched on its own
+ * gets anew: so a chunk has one from its start, which every part split from it
+ * keeps and every new mapping in it takes from its neighbours; and MADV_DONTFORK,
+ * which sets pages apart from their neighbours, is kept here and given to the kernel
+ * only across fork. A unit is never collapsed before all of it is
  * the program's committed memory, so no huge page costs memory the program did not
  * ask for. What the program unmaps goes back to the chunk, reserved again at once
  * (no hole another thread's mapping could take). */
@@ -84,6 +90,13 @@ static struct chunk *chunk_new(void)
 		return NULL;
 	}
 	sp_os->madvise(m, CHUNK_SIZE, MADV_HUGEPAGE);
+	/* Its anon_vma: one page touched and dropped (a mapping gets one at its first
+	 * fault; made PROT_NONE again, the page joins the rest, which shares it). */
+	if (sp_os->mprotect(m, PAGE_SIZE, PROT_READ | PROT_WRITE) == 0) {
+		*(volatile char *)m = 0;
+		sp_os->madvise(m, PAGE_SIZE, MADV_DONTNEED);
+		sp_os->mprotect(m, PAGE_SIZE, PROT_NONE);
+	}
 	struct chunk *c = &chunks[n];
 	c->base = (uintptr_t)m;
 	c->free = bits;
@@ -167,6 +180,7 @@ static void lost(struct chunk *c, size_t p, size_t n)
 {
 	bits_set(c->free, p, n, false);
 	bits_set(c->rw, p, n, false);
+	bits_set(c->dontfork, p, n, false);
 }
 
 /* Pages [p, p+n) are a new mapping of the program's with flags: what fill must match
@@ -303,10 +317,11 @@ static int reserve_again(struct chunk *c, size_t p, size_t n)
 
 /* Unit u (a page index) holds only read-write pages (the program's, or left resident)
  * and, below the chunk's top or from its low mark up (where the program unmapped
- * pages: holes, not pages the next mappings will take), at most FILL_MAX reserved ones; its read-write pages
- * are all MAP_NORESERVE and alike in MADV_DONTFORK. The holes are mapped read-write
- * with those flags (so that the kernel merges the unit into one mapping), as pages
- * left resident, and the unit can be collapsed: true. Under lock. */
+ * pages: holes, not pages the next mappings will take), at most FILL_MAX reserved
+ * ones; its read-write pages are all MAP_NORESERVE and alike in MADV_DONTFORK (so
+ * that fork does not split it). The holes are mapped read-write with those flags (so
+ * that the kernel merges the unit into one mapping), as pages left resident, and the
+ * unit can be collapsed: true. Under lock. */
 static bool fill(struct chunk *c, size_t u)
 {
 	size_t end = u + PAGES_PER_UNIT, holes = 0;
@@ -336,8 +351,6 @@ static bool fill(struct chunk *c, size_t u)
 			return false;
 		}
 		sp_os->madvise(at, (j - i) << PAGE_SHIFT, MADV_HUGEPAGE);
-		if (df)
-			sp_os->madvise(at, (j - i) << PAGE_SHIFT, MADV_DONTFORK);
 		bits_set(c->rw, i, j - i, true);
 		bits_set(c->dontfork, i, j - i, df);
 		i = j;
@@ -371,15 +384,12 @@ static int unmap_part(struct chunk *c, size_t p, size_t n, void *arg)
 	return ret;
 }
 
-int pack_unmap(uintptr_t a, size_t len, int (*outside)(uintptr_t a, size_t len))
+/* Calls fn on each part of [a, a+len) outside every chunk; the first error of fn. */
+static int each_outside(uintptr_t a, size_t len, int (*fn)(uintptr_t a, size_t len, void *arg),
+			void *arg)
 {
 	uintptr_t end = a + page_up(len);
-	struct change ch = { .rw = false, .n = 0 };
-	pthread_mutex_lock(&lock);
-	int ret = each_part(a, len, unmap_part, &ch);
-	pthread_mutex_unlock(&lock);
-	collapse_all(&ch);
-	/* What lies outside every chunk is the caller's. */
+	int ret = 0;
 	while (a < end) {
 		struct chunk *c = chunk_of(a);
 		if (c) {
@@ -391,12 +401,37 @@ int pack_unmap(uintptr_t a, size_t len, int (*outside)(uintptr_t a, size_t len))
 		for (unsigned i = 0; i < n; i++)
 			if (chunks[i].base > a && chunks[i].base < to)
 				to = chunks[i].base;
-		int r = outside(a, to - a);
+		int r = fn(a, to - a, arg);
 		if (r < 0 && !ret)
 			ret = r;
 		a = to;
 	}
 	return ret;
+}
+
+struct outside { int (*unmap)(uintptr_t a, size_t len); };
+
+static int unmap_outside(uintptr_t a, size_t len, void *arg)
+{
+	return ((const struct outside *)arg)->unmap(a, len);
+}
+
+int pack_unmap(uintptr_t a, size_t len, int (*outside)(uintptr_t a, size_t len))
+{
+	struct change ch = { .rw = false, .n = 0 };
+	pthread_mutex_lock(&lock);
+	int ret = each_part(a, len, unmap_part, &ch);
+	pthread_mutex_unlock(&lock);
+	collapse_all(&ch);
+	/* What lies outside every chunk is the caller's. */
+	struct outside o = { outside };
+	int r = each_outside(a, len, unmap_outside, &o);
+	return ret ? ret : r;
+}
+
+static int advice_outside(uintptr_t a, size_t len, void *arg)
+{
+	return sp_os->madvise((void *)a, len, *(const int *)arg);
 }
 
 /* A fixed mapping the program asks for at [a, a+len) (MAP_FIXED_NOREPLACE) where the
@@ -500,21 +535,45 @@ static int advised_part(struct chunk *c, size_t p, size_t n, void *arg)
 	return 0;
 }
 
-void pack_advised(uintptr_t a, size_t len, int advice)
+int pack_advise(uintptr_t a, size_t len, int advice)
 {
 	if ((advice != MADV_DONTFORK && advice != MADV_DOFORK) || !pack_holds(a, len))
-		return;
+		return sp_os->madvise((void *)a, len, advice);
 	pthread_mutex_lock(&lock);
 	each_part(a, len, advised_part, &advice);
 	pthread_mutex_unlock(&lock);
+	return each_outside(a, len, advice_outside, &advice);
+}
+
+/* The kernel's MADV_DONTFORK (or, after fork, MADV_DOFORK) on every run of pages the
+ * program advised so. Under lock. */
+static void fork_advise(int advice)
+{
+	unsigned n = atomic_load_explicit(&n_chunks, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++) {
+		struct chunk *c = &chunks[i];
+		for (size_t p = bits_next(c->dontfork, 0, CHUNK_PAGES, true); p < CHUNK_PAGES;) {
+			size_t q = bits_next(c->dontfork, p, CHUNK_PAGES, false);
+			sp_os->madvise((void *)(c->base + (p << PAGE_SHIFT)), (q - p) << PAGE_SHIFT,
+				       advice);
+			p = bits_next(c->dontfork, q, CHUNK_PAGES, true);
+		}
+	}
 }
 
 void pack_fork_prepare(void)
 {
 	pthread_mutex_lock(&lock);
+	fork_advise(MADV_DONTFORK);
 }
 
-void pack_fork_after(void)
+void pack_fork_parent(void)
+{
+	fork_advise(MADV_DOFORK);
+	pthread_mutex_unlock(&lock);
+}
+
+void pack_fork_child(void)
 {
 	pthread_mutex_unlock(&lock);
 }

@@ -11,7 +11,8 @@
  * 16 KiB as Ruby keeps its own: each mapped read-write 32 KiB and trimmed to the
  * first 16 KiB-aligned part above its start, written, a third freed and taken again.
  * On stderr, from /proc/self/smaps: pages_thp_kb=K, the AnonHugePages kB of the
- * 32 MiB of pages committed, arenas_thp_kb=A, of the 32 MiB of arenas once written,
+ * 32 MiB of pages committed, late_thp_kb=L, of 16 MiB of pages committed before
+ * them, every other one first, then the rest, arenas_thp_kb=A, of the 32 MiB of arenas once written,
  * rpages_thp_kb=R, of the 32 MiB of Ruby's pages, and rpages_rss_kb=S, resident from
  * the lowest of them to the end of the highest (-1: not all of it mapped). */
 #include <errno.h>
@@ -41,9 +42,9 @@ static unsigned char *pages[NPAGES];
 #define NRPAGES 2048 /* 32 MiB */
 static unsigned char *rpages[NRPAGES];
 
-/* One heap page as V8's OS::Allocate makes it: over-reserved at a hint, aligned by
- * unmapping what lies outside, committed, written with its own pattern. */
-static unsigned char *new_page(unsigned i)
+/* One heap page as V8's OS::Allocate reserves it: over-reserved at a hint, aligned by
+ * unmapping what lies outside. */
+static unsigned char *reserve_page(unsigned i)
 {
 	size_t request = 2 * HEAP_PAGE - 4096;
 	void *hint = (void *)(uintptr_t)(((uintptr_t)0x100000000ul + (uintptr_t)i * 0x3f7c0000ul) &
@@ -60,11 +61,22 @@ static unsigned char *new_page(unsigned i)
 		      "unmap the tail");
 	unsigned char *p = (unsigned char *)al;
 	check(read_faults(p), "a reserved page faults before it is committed");
+	return p;
+}
+
+/* A reserved page committed and written with its own pattern. */
+static unsigned char *commit_page(unsigned char *p, unsigned i)
+{
 	check(mprotect(p, HEAP_PAGE, RW) == 0, "commit a page");
 	for (size_t k = 0; k < HEAP_PAGE; k += 4096)
 		check(p[k] == 0 && p[k + 4095] == 0, "a new page reads as zero");
 	memset(p, (int)(i & 0xff) | 1, HEAP_PAGE);
 	return p;
+}
+
+static unsigned char *new_page(unsigned i)
+{
+	return commit_page(reserve_page(i), i);
 }
 
 static int by_address(const void *x, const void *y)
@@ -150,6 +162,27 @@ int main(void)
 {
 	catch_faults();
 
+	/* First, pages committed out of order: every other one written while its
+	 * neighbours are still reserved, then the rest (the kernel's mappings of the
+	 * first ones are each touched on their own before the rest joins them). Read
+	 * before anything else is mapped beside them. */
+	enum { NLATE = 64 }; /* 16 MiB */
+	static unsigned char *late[NLATE];
+	unsigned base = NPAGES; /* (patterns of their own) */
+	for (unsigned i = 0; i < NLATE; i++)
+		late[i] = reserve_page(base + i);
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned i = k; i < NLATE; i += 2)
+			commit_page(late[i], base + i);
+	long lkb = span_kb(late, NLATE, HEAP_PAGE, "AnonHugePages:");
+	for (unsigned i = 0; i < NLATE; i++)
+		check(late[i][0] == (((base + i) & 0xff) | 1) &&
+		      late[i][HEAP_PAGE - 1] == (((base + i) & 0xff) | 1),
+		      "a page committed out of order keeps what was written");
+	for (unsigned i = 0; i < NLATE; i++)
+		check(munmap(late[i], HEAP_PAGE) == 0, "free a page committed out of order");
+	printf("%u pages committed out of order, intact, freed\n", NLATE);
+
 	for (unsigned i = 0; i < NPAGES; i++)
 		pages[i] = new_page(i);
 	long kb = span_kb(pages, NPAGES, HEAP_PAGE, "AnonHugePages:");
@@ -206,6 +239,7 @@ int main(void)
 	printf("child: DONTFORK pages %s\n", WEXITSTATUS(st) == 0 ? "absent" : "present");
 	check(intact(7), "a page is intact after fork");
 
+
 	/* Arenas as another allocator maps them (CPython's: 1 MiB read-write), half
 	 * unmapped and mapped again. */
 	enum { NARENA = 32, ARENA = 1 << 20 };
@@ -245,6 +279,7 @@ int main(void)
 
 	fprintf(stderr, "pages_thp_kb=%ld\n", kb);
 	fprintf(stderr, "arenas_thp_kb=%ld\n", akb);
+	fprintf(stderr, "late_thp_kb=%ld\n", lkb);
 	fprintf(stderr, "rpages_thp_kb=%ld\nrpages_rss_kb=%ld\n", rkb, rss);
 	printf("packres: %u checks passed\n", checks);
 	return 0;
