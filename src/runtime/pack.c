@@ -26,6 +26,7 @@
  * (no hole another thread's mapping could take). */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -152,8 +153,12 @@ static bool whole(const struct chunk *c, size_t u)
 static void collapse(uintptr_t a)
 {
 	int r = sp_os->madvise((void *)a, UNIT_SIZE, MADV_COLLAPSE);
-	if (r == -EAGAIN) /* (a page the kernel held for a moment: once more) */
+	/* (A page the kernel holds for a moment, one another thread has just touched:
+	 * twice more, letting that thread run first.) */
+	for (int again = 0; again < 2 && r == -EAGAIN; again++) {
+		sched_yield();
 		r = sp_os->madvise((void *)a, UNIT_SIZE, MADV_COLLAPSE);
+	}
 	if (r == 0) {
 		atomic_fetch_add_explicit(&st_collapsed, 1, memory_order_relaxed);
 	} else {
