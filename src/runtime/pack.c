@@ -10,8 +10,9 @@
  * are placed side by side, aligned, in chunks of address space the runtime holds
  * (PROT_NONE, advised for THP), lowest address first, so that a page unmapped for
  * alignment is the next one's start. Small read-write mappings packed here (Ruby's
- * heap pages; under 2m and 1g, other allocators' arenas) go from the top down. The program's view is what the kernel would
- * give it (its protection, its flags; only the address differs, which a hint allows).
+ * heap pages; under 2m and 1g, other allocators' arenas) go from the top down. The
+ * program's view is what the kernel would give it (its protection, its flags; only
+ * the address differs, which a hint allows).
  * When the program's commits make a whole 2 MiB unit read-write, the unit is
  * collapsed into a huge page (MADV_COLLAPSE): its pages were touched at 4 KiB while
  * the unit was still partly reserved. The kernel collapses a unit only inside one of
@@ -550,36 +551,49 @@ int pack_advise(uintptr_t a, size_t len, int advice)
 	return each_outside(a, len, advice_outside, &advice);
 }
 
-/* The kernel's MADV_DONTFORK (or, after fork, MADV_DOFORK) on every run of pages the
- * program advised so. Under lock. */
-static void fork_advise(int advice)
+/* Calls fn on each run of pages the program advised MADV_DONTFORK. Under lock. */
+static void each_dontfork(void (*fn)(struct chunk *c, size_t p, size_t n, int advice), int advice)
 {
 	unsigned n = atomic_load_explicit(&n_chunks, memory_order_acquire);
 	for (unsigned i = 0; i < n; i++) {
 		struct chunk *c = &chunks[i];
 		for (size_t p = bits_next(c->dontfork, 0, CHUNK_PAGES, true); p < CHUNK_PAGES;) {
 			size_t q = bits_next(c->dontfork, p, CHUNK_PAGES, false);
-			sp_os->madvise((void *)(c->base + (p << PAGE_SHIFT)), (q - p) << PAGE_SHIFT,
-				       advice);
+			fn(c, p, q - p, advice);
 			p = bits_next(c->dontfork, q, CHUNK_PAGES, true);
 		}
 	}
 }
 
+/* The kernel's MADV_DONTFORK before fork, MADV_DOFORK after it, on such a run. */
+static void fork_advise(struct chunk *c, size_t p, size_t n, int advice)
+{
+	sp_os->madvise((void *)(c->base + (p << PAGE_SHIFT)), n << PAGE_SHIFT, advice);
+}
+
+/* In the child such a run is not there: never handed out or advised again (the
+ * kernel may put another mapping there). */
+static void fork_gone(struct chunk *c, size_t p, size_t n, int advice)
+{
+	(void)advice;
+	lost(c, p, n);
+}
+
 void pack_fork_prepare(void)
 {
 	pthread_mutex_lock(&lock);
-	fork_advise(MADV_DONTFORK);
+	each_dontfork(fork_advise, MADV_DONTFORK);
 }
 
 void pack_fork_parent(void)
 {
-	fork_advise(MADV_DOFORK);
+	each_dontfork(fork_advise, MADV_DOFORK);
 	pthread_mutex_unlock(&lock);
 }
 
 void pack_fork_child(void)
 {
+	each_dontfork(fork_gone, 0);
 	pthread_mutex_unlock(&lock);
 }
 

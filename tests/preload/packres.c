@@ -229,11 +229,20 @@ int main(void)
 	check(over == MAP_FAILED && errno == EEXIST, "MAP_FIXED_NOREPLACE over a live page: EEXIST");
 	printf("MAP_FIXED_NOREPLACE: mapped where unmapped, EEXIST over a live page\n");
 
-	/* A child: the pages are MADV_DONTFORK (a hole in the child), the rest is shared. */
+	/* A child: the pages are MADV_DONTFORK (a hole in the child), the rest is shared;
+	 * and the same in the child's child. */
 	pid_t pid = fork();
 	check(pid >= 0, "fork");
-	if (pid == 0)
-		_exit(read_faults(pages[7]) && back[0] == 9 ? 0 : 3);
+	if (pid == 0) {
+		bool absent = read_faults(pages[7]) && back[0] == 9;
+		pid_t grandchild = fork();
+		if (grandchild == 0)
+			_exit(read_faults(pages[7]) && back[0] == 9 ? 0 : 3);
+		int gst;
+		bool gone = grandchild > 0 && waitpid(grandchild, &gst, 0) == grandchild &&
+			    WIFEXITED(gst) && WEXITSTATUS(gst) == 0;
+		_exit(absent && gone ? 0 : 3);
+	}
 	int st;
 	check(waitpid(pid, &st, 0) == pid && WIFEXITED(st), "the child ends");
 	printf("child: DONTFORK pages %s\n", WEXITSTATUS(st) == 0 ? "absent" : "present");
