@@ -595,7 +595,8 @@ struct span *pages_lookup(const void *addr, bool *in_range)
 static int32_t take_unit(void)
 {
 	int32_t u = cache_head;
-	if (u != NO_UNIT) {
+	bool kept = u != NO_UNIT;
+	if (kept) {
 		cache_remove(u);
 	} else {
 		size_t f = bits_next(freebits, 0, frontier, true);
@@ -610,7 +611,9 @@ static int32_t take_unit(void)
 	}
 	bits_set(freebits, (size_t)u, 1, false);
 	struct unit *x = &units[u];
-	enum sp_backing got = back_units((size_t)u, 1);
+	/* (An empty unit kept on a hugetlb page stays on it.) */
+	enum sp_backing got = kept && is_hugetlb(x->backing) ? (enum sp_backing)x->backing
+							     : back_units((size_t)u, 1);
 	x->state = U_HEAP;
 	x->backing = (uint8_t)got;
 	x->resident = 1;
@@ -714,7 +717,8 @@ static bool retire_units(size_t u, size_t n, struct release *rel)
 	size_t most = in_use > 16 ? (size_t)in_use : 16;
 	if (lately > limit)
 		limit = lately < most ? lately : most;
-	if (!tight && !hugetlb && !mapping && cached + n <= limit) {
+	/* (1 GiB pages are not kept: a fraction of one is not a unit to give out.) */
+	if (!tight && units[u].backing != SP_BACKING_1G && !mapping && cached + n <= limit) {
 		for (size_t i = u; i < u + n; i++) {
 			units[i].state = U_FREE;
 			units[i].in_cache = 1;
@@ -731,7 +735,8 @@ static bool retire_units(size_t u, size_t n, struct release *rel)
 	rel->extra = NO_EXTRA;
 	/* The cache may hold more than its limit now (it was filled while more was in
 	 * use): each run given back takes its oldest unit along, until it fits. */
-	if (!hugetlb && cached > limit && cache_tail != NO_UNIT) {
+	if (cached > limit && cache_tail != NO_UNIT &&
+	    is_hugetlb(units[cache_tail].backing) == hugetlb) {
 		int32_t t = cache_tail;
 		cache_remove(t);
 		bits_set(freebits, (size_t)t, 1, false);
@@ -758,9 +763,11 @@ static bool retire_units(size_t u, size_t n, struct release *rel)
 static unsigned give_back_units(const struct release *rel)
 {
 	unsigned ok = 0;
-	if (is_hugetlb(units[rel->u].backing)) {
+	if (is_hugetlb(units[rel->u].backing)) { /* (and the extra unit, if any: hugetlb too) */
 		unback_hugetlb(rel->u, rel->n);
-		return GAVE_RUN;
+		if (rel->extra != NO_EXTRA)
+			unback_hugetlb(rel->extra, 1);
+		return GAVE_RUN | GAVE_EXTRA;
 	}
 	if (rel->extra != NO_EXTRA &&
 	    sp_os->madvise((void *)unit_addr(rel->extra), UNIT_SIZE, MADV_DONTNEED) == 0)
@@ -1284,9 +1291,19 @@ static size_t find_units(size_t n, size_t align)
 
 static void claim_units(size_t at, size_t n)
 {
-	for (size_t i = at; i < at + n; i++)
-		if (units[i].in_cache)
-			cache_remove((int32_t)i);
+	for (size_t i = at; i < at + n; i++) {
+		if (!units[i].in_cache)
+			continue;
+		cache_remove((int32_t)i);
+		/* A unit kept on a hugetlb page goes back to the pool first: the run is
+		 * backed whole, and where that falls to THP, no hugetlb page must stay
+		 * behind in a unit taken for THP (fork would share it with a child). */
+		if (is_hugetlb(units[i].backing)) {
+			unback_hugetlb(i, 1);
+			units[i].backing = 0;
+			units[i].resident = 0;
+		}
+	}
 	bits_set(freebits, at, n, false);
 }
 
@@ -1511,9 +1528,26 @@ static void fork_advice(size_t u, int advice)
 		sp_os->madvise((void *)unit_addr(u), GIGA_UNITS << UNIT_SHIFT, advice);
 }
 
+/* Empty units kept on hugetlb pages go back to the pool before fork: a child must not
+ * share them (it would take them for its heap and write them, copied from the pool).
+ * Under plock. */
+static void release_kept_hugetlb(void)
+{
+	for (int32_t u = cache_head, next; u != NO_UNIT; u = next) {
+		next = units[u].next;
+		if (!is_hugetlb(units[u].backing))
+			continue;
+		cache_remove(u);
+		units[u].state = U_RELEASING;
+		struct release rel = { .u = (size_t)u, .n = 1, .extra = NO_EXTRA };
+		mark_released(&rel, give_back_units(&rel));
+	}
+}
+
 /* Under plock, before fork. */
 void pages_fork_prepare(void)
 {
+	release_kept_hugetlb();
 	size_t n = st_units[SP_BACKING_2M] + st_units[SP_BACKING_1G];
 	void *m;
 	stage = NULL;

@@ -501,6 +501,39 @@ test_bigmap_2m() {
 	fi
 }
 
+# A block allocated and freed again and again under 2m: its empty hugetlb unit is kept
+# for the next one, not given back to the pool and taken again each time (20,000
+# times: 1.6 s, against 0.004 s kept), and what it gives out again reads as zero.
+test_churn_2m() {
+	local name=churn_2m released
+	if ! have_python; then
+		skip $name "python3 is not installed (Debian package python3), to read --stats"
+		return
+	fi
+	if ! pool_2m 8; then
+		skip $name "$why"
+		return
+	fi
+	plain "$P/churn" 262144 2000
+	sprun_stats --backing 2m -- "$P/churn" 262144 2000
+	restore
+	released=$("$PY" - "$tmp/stats.json" 2>/dev/null <<'PY' || echo none
+import json, sys
+d = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]
+print(d["heap"]["released_units"] if d["hugetlb_bytes"] > 0 else "none")
+PY
+)
+	if differs; then
+		fail $name "$why"
+	elif [ "$released" = none ]; then
+		fail $name "no hugetlb memory at exit: $(oneline "$tmp/sp.err")"
+	elif [ "$released" -gt 10 ]; then
+		fail $name "$released units given back for 2000 blocks freed"
+	else
+		pass $name "2000 blocks of 256 KiB, $released units given back"
+	fi
+}
+
 # ---------- real programs ----------
 
 test_python() {
@@ -938,6 +971,7 @@ for backing in auto thp 4k 2m; do
 	test_brk $backing
 done
 test_bigmap_2m
+test_churn_2m
 test_brk no_heap
 for backing in auto thp 2m; do
 	test_brk_huge $backing
