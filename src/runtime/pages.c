@@ -79,7 +79,7 @@ static char *span_chunk;
 static size_t span_chunk_left;
 /* stats, under plock */
 static uint64_t st_units[SP_BACKING_COUNT], st_units_peak, st_large_blocks, st_large_bytes;
-static uint64_t st_mremaps, st_released, st_small_mmap_pages;
+static uint64_t st_mremaps, st_released, st_reused, st_small_mmap_pages;
 /* The most units resident lately (in use, or empty in the cache): since it was last
  * reached, or RECENT_NS ago. */
 #define RECENT_NS 1000000000ull
@@ -598,6 +598,7 @@ static int32_t take_unit(void)
 	bool kept = u != NO_UNIT;
 	if (kept) {
 		cache_remove(u);
+		st_reused++;
 	} else {
 		size_t f = bits_next(freebits, 0, frontier, true);
 		if (f == frontier) {
@@ -1302,6 +1303,8 @@ static void claim_units(size_t at, size_t n)
 			unback_hugetlb(i, 1);
 			units[i].backing = 0;
 			units[i].resident = 0;
+		} else {
+			st_reused++;
 		}
 	}
 	bits_set(freebits, at, n, false);
@@ -2243,6 +2246,7 @@ void pages_stats(struct rt_stats *st)
 	st->large_bytes = st_large_bytes;
 	st->mremaps = st_mremaps;
 	st->released_units = st_released;
+	st->reused_units = st_reused;
 	st->small_mmap_bytes = st_small_mmap_pages << PAGE_SHIFT;
 	memcpy(st->falls, st_falls, sizeof st->falls);
 	pthread_mutex_unlock(&plock);

@@ -539,10 +539,10 @@ static void report_json(struct out *o, const struct account *a)
 		put_fmt(o, "%s\"%s\":%llu", k ? "," : "", sp_backing_name(unit_rungs[k]),
 			(unsigned long long)st->units[unit_rungs[k]]);
 	put_fmt(o, "},\"units_peak\":%llu,\"large_blocks\":%llu,\"large_bytes\":%llu,"
-		"\"mremaps\":%llu,\"released_units\":%llu",
+		"\"mremaps\":%llu,\"released_units\":%llu,\"reused_units\":%llu",
 		(unsigned long long)st->units_peak, (unsigned long long)st->large_blocks,
 		(unsigned long long)st->large_bytes, (unsigned long long)st->mremaps,
-		(unsigned long long)st->released_units);
+		(unsigned long long)st->released_units, (unsigned long long)st->reused_units);
 	put_fmt(o, "},\"mmaps\":{\"small\":%llu,\"small_bytes\":%llu,\"large\":%llu,"
 		"\"packed\":%llu,\"packed_collapsed\":%llu,\"packed_refused\":%llu}",
 		(unsigned long long)st->small_mmaps, (unsigned long long)st->small_mmap_bytes,
@@ -708,8 +708,9 @@ static void report_text(struct out *o, const struct account *a)
 			sp_backing_name(unit_rungs[k]));
 		any = true;
 	}
-	put_fmt(o, "%s (peak %llu, %llu given back); %llu large blocks (", any ? "" : " none",
-		(unsigned long long)st->units_peak, (unsigned long long)st->released_units,
+	put_fmt(o, "%s (peak %llu, %llu given back, %llu reused); %llu large blocks (",
+		any ? "" : " none", (unsigned long long)st->units_peak,
+		(unsigned long long)st->released_units, (unsigned long long)st->reused_units,
 		(unsigned long long)st->large_blocks);
 	put_human(o, st->large_bytes);
 	put_fmt(o, "), %llu mremaps; mmaps: %llu small from units (", (unsigned long long)st->mremaps,

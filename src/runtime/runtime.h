@@ -26,6 +26,7 @@ struct rt_stats {
 	uint64_t large_bytes;       /* bytes mapped for them */
 	uint64_t mremaps;           /* reallocs served by moving pages, not copying */
 	uint64_t released_units;    /* empty units given back to the kernel */
+	uint64_t reused_units;      /* empty units kept resident and given out again */
 	uint64_t small_mmaps;       /* private anonymous mmaps below SUPERPAGE_MIN served from
 	                               the heap's units (arenas of other allocators) */
 	uint64_t small_mmap_bytes;  /* bytes of them mapped now */

@@ -436,7 +436,7 @@ for l in lines:
         print("regions do not add up to rss_bytes"); sys.exit()
     h = d["heap"]
     for k in ("in_use", "peak", "mallocs", "frees", "units", "large_blocks", "large_bytes",
-              "mremaps", "released_units"):
+              "mremaps", "released_units", "reused_units"):
         if not isinstance(h.get(k), (int, dict)): print("no heap key %s" % k); sys.exit()
     if set(h["units"]) != {"4k", "thp", "2m", "1g"}: print("units %r" % h["units"]); sys.exit()
     if h["peak"] < h["in_use"]: print("peak %d below in_use %d" % (h["peak"], h["in_use"])); sys.exit()
