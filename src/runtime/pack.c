@@ -364,13 +364,41 @@ static bool fill(struct chunk *c, size_t u)
 	return true;
 }
 
+/* The free pages of unit u (a page index). */
+static size_t free_in(const struct chunk *c, size_t u)
+{
+	size_t k = 0;
+	for (size_t w = u / 64; w < (u + PAGES_PER_UNIT) / 64; w++)
+		k += (size_t)__builtin_popcountll(c->free[w]);
+	return k;
+}
+
+/* The free pages of unit u, left resident, are reserved again (their memory dropped,
+ * the huge page split). Under lock. */
+static int drop_free(struct chunk *c, size_t u)
+{
+	size_t end = u + PAGES_PER_UNIT;
+	int ret = 0;
+	for (size_t i = bits_next(c->free, u, end, true); i < end;) {
+		size_t j = bits_next(c->free, i, end, false);
+		int r = reserve_again(c, i, j - i);
+		if (r < 0 && !ret)
+			ret = r;
+		i = bits_next(c->free, j, end, true);
+	}
+	return ret;
+}
+
 /* The program unmaps pages [p, p+n) of the chunk. In a unit that is wholly its
  * read-write memory (a huge page), while other pages of the unit stay the program's,
  * they are left as they are, free but resident: reserving them again would split the
  * huge page for good, and a program that unmaps a page (V8 after a collection) maps
  * one again soon, which then gets them (mapped afresh, so reading as zero; the unit
- * collapses again once it is whole). Once the unit has no page of the program's,
- * all of it is reserved again and its memory dropped. */
+ * collapses again once it is whole). That holds as long as such pages are at most
+ * FILL_MAX, as many as fill would map to make a unit whole; past that, they are
+ * reserved again (a program that keeps one page of 32 KiB in sixteen would pay ten
+ * times its memory). Once the unit has no page of the program's, all of it is
+ * reserved again and its memory dropped. */
 static int unmap_part(struct chunk *c, size_t p, size_t n, void *arg)
 {
 	int ret = 0;
@@ -382,6 +410,8 @@ static int unmap_part(struct chunk *c, size_t p, size_t n, void *arg)
 		int r = 0;
 		if (empty) /* (with the pages left resident before) */
 			r = reserve_again(c, u, PAGES_PER_UNIT);
+		else if (was_whole && free_in(c, u) > FILL_MAX)
+			r = drop_free(c, u);
 		else if (!was_whole && (r = reserve_again(c, from, to - from)) == 0 && fill(c, u))
 			to_collapse(arg, c, u);
 		if (r < 0 && !ret)

@@ -189,6 +189,7 @@ for backing in auto thp; do
 	lkb=$(pack_kb "pack_$backing" late_thp_kb)
 	rkb=$(pack_kb "pack_$backing" rpages_thp_kb)
 	rss=$(pack_kb "pack_$backing" rpages_rss_kb)
+	sparse=$(pack_kb "pack_$backing" sparse_rss_kb)
 	if ! same_as_plain "pack_$backing"; then
 		fail "pack_$backing" "$why"
 	elif [ -n "$thp_why" ]; then
@@ -205,6 +206,9 @@ for backing in auto thp; do
 	elif [ -z "$rss" ] || [ "$rss" -lt 0 ] || [ "$rss" -gt $((32768 + 2048)) ]; then
 		# (what Ruby unmaps to align its pages must not stay resident between them)
 		fail "pack_$backing" "${rss:-no} kB resident over Ruby's 32768 kB of pages"
+	elif [ -z "$sparse" ] || [ "$sparse" -lt 0 ] || [ "$sparse" -gt $((2048 * 2)) ]; then
+		# (nor what it frees, beyond a quarter of a unit in each)
+		fail "pack_$backing" "${sparse:-no} kB resident over 2048 kB of Ruby's pages kept of 32768"
 	else
 		pass "pack_$backing" "$kb of 32768 kB committed huge ($lkb of 16384 out of order); Ruby's pages $rkb kB huge, $rss kB resident"
 	fi

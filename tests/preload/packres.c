@@ -13,8 +13,9 @@
  * On stderr, from /proc/self/smaps: pages_thp_kb=K, the AnonHugePages kB of the
  * 32 MiB of pages committed, late_thp_kb=L, of 16 MiB of pages committed before
  * them, every other one first, then the rest, arenas_thp_kb=A, of the 32 MiB of arenas once written,
- * rpages_thp_kb=R, of the 32 MiB of Ruby's pages, and rpages_rss_kb=S, resident from
- * the lowest of them to the end of the highest (-1: not all of it mapped). */
+ * rpages_thp_kb=R, of the 32 MiB of Ruby's pages, rpages_rss_kb=S, resident from
+ * the lowest of them to the end of the highest (-1: not all of it mapped), and
+ * sparse_rss_kb=F, the same once all but one in sixteen are freed (2 MiB kept). */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -118,12 +119,13 @@ static unsigned char *new_rpage(unsigned i)
 	return p;
 }
 
-/* The kB resident (mincore) from the lowest of Ruby's pages to the end of the highest:
- * their memory and that of any hole between them. -1 if part of it is not mapped. */
-static long rpages_hull_kb(void)
+/* The kB resident (mincore) from the lowest of Ruby's pages (every step-th) to the end
+ * of the highest: their memory and that of any hole between them. -1 if part of it is
+ * not mapped. */
+static long rpages_hull_kb(unsigned step)
 {
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	for (unsigned i = 0; i < NRPAGES; i++) {
+	for (unsigned i = 0; i < NRPAGES; i += step) {
 		uintptr_t a = (uintptr_t)rpages[i];
 		lo = a < lo ? a : lo;
 		hi = a + RPAGE > hi ? a + RPAGE : hi;
@@ -276,7 +278,7 @@ int main(void)
 	for (unsigned i = 0; i < NRPAGES; i++)
 		rpages[i] = new_rpage(i);
 	long rkb = span_kb(rpages, NRPAGES, RPAGE, "AnonHugePages:");
-	long rss = rpages_hull_kb();
+	long rss = rpages_hull_kb(1);
 	for (unsigned i = 0; i < NRPAGES; i += 3)
 		check(munmap(rpages[i], RPAGE) == 0, "free a Ruby page");
 	for (unsigned i = 0; i < NRPAGES; i += 3)
@@ -285,11 +287,20 @@ int main(void)
 		check(rpage_intact(i), "every Ruby page keeps what was written");
 	printf("%u Ruby pages of 16 KiB: written, a third freed and taken again, intact\n",
 	       NRPAGES);
+	/* All but one in sixteen freed: what they held must not stay resident. */
+	for (unsigned i = 0; i < NRPAGES; i++)
+		if (i % 16)
+			check(munmap(rpages[i], RPAGE) == 0, "free a Ruby page");
+	long sparse = rpages_hull_kb(16);
+	for (unsigned i = 0; i < NRPAGES; i += 16)
+		check(rpage_intact(i), "a Ruby page kept keeps what was written");
+	printf("%u Ruby pages freed, the rest intact\n", NRPAGES - NRPAGES / 16);
 
 	fprintf(stderr, "pages_thp_kb=%ld\n", kb);
 	fprintf(stderr, "arenas_thp_kb=%ld\n", akb);
 	fprintf(stderr, "late_thp_kb=%ld\n", lkb);
-	fprintf(stderr, "rpages_thp_kb=%ld\nrpages_rss_kb=%ld\n", rkb, rss);
+	fprintf(stderr, "rpages_thp_kb=%ld\nrpages_rss_kb=%ld\nsparse_rss_kb=%ld\n", rkb, rss,
+		sparse);
 	printf("packres: %u checks passed\n", checks);
 	return 0;
 }
