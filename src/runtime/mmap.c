@@ -48,10 +48,8 @@ static bool ours(int prot, int flags)
 
 static void *small_map(size_t len)
 {
-	size_t np = (len + PAGE_SIZE - 1) >> PAGE_SHIFT, align = 1;
-	while (align * 4 <= np)
-		align *= 2;
-	struct span *s = pages_alloc_run(np, align, SPAN_MMAP);
+	size_t np = (len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+	struct span *s = pages_alloc_run(np, 1, SPAN_MMAP);
 	if (!s)
 		return NULL;
 	/* The kernel's anonymous memory reads as zero; recycled pages must too. */
@@ -466,10 +464,10 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 	uintptr_t a = (uintptr_t)addr, end = a + page_up(len);
 	int r;
 	/* (A bad address or length is the kernel's to refuse.) */
-	if (!(a & (PAGE_SIZE - 1)) && len && end > a && rt_init() &&
-	    (in_heap(addr, len) || in_brk(addr, len)))
+	bool ranged = !(a & (PAGE_SIZE - 1)) && len && end > a && rt_init();
+	if (ranged && (in_heap(addr, len) || in_brk(addr, len)))
 		r = advise_pieces(a, end, advice);
-	else if (!(a & (PAGE_SIZE - 1)) && len && end > a && rt_init())
+	else if (ranged)
 		r = pack_advise(a, len, advice);
 	else
 		r = sp_os->madvise(addr, len, advice);
