@@ -195,7 +195,7 @@ check: tests
 	@bash tests/run.sh $(B)
 
 # The main job: every kernel under each backing, pools set up for it and put back.
-bench: all kernels $(B)/tests/preload/gups_malloc
+bench: all kernels $(B)/tests/preload/gups_malloc $(B)/tests/preload/sweep
 	@mkdir -p $(B)/bench
 	set -o pipefail; $(CLI) bench --quick --setup-pools --json $(B)/bench/report.json \
 		--csv $(B)/bench/report.csv --svg $(B)/bench/report.svg | tee $(B)/bench/report.txt

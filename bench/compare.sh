@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # compare.sh - malloc throughput under glibc, superpage run, mimalloc and jemalloc side by
 # side, then gups_malloc (random updates over 1 GiB of malloc'd memory) under superpage run
-# against plain. Reports; never asserts a speed.
+# against plain, then the memory each malloc pays for blocks of one size, from 16 B to
+# 64 MiB (each power of two, and one byte more), and for a mixed heap (tests/preload/sweep:
+# resident growth against the data's size, and its share on huge pages). Reports; never
+# asserts a speed or a size.
 #
 # usage: bash bench/compare.sh BUILD_DIR [--quick]
-# Needs BUILD_DIR/superpage, BUILD_DIR/bench/kernels/malloc and
-# BUILD_DIR/tests/preload/gups_malloc (make bench builds them). mimalloc and jemalloc are
+# Needs BUILD_DIR/superpage, BUILD_DIR/bench/kernels/malloc,
+# BUILD_DIR/tests/preload/gups_malloc and BUILD_DIR/tests/preload/sweep (make bench builds
+# them). mimalloc and jemalloc are
 # used where installed (apt-get install libmimalloc2.0 libjemalloc2). Each round runs
 # every allocator once, the first one rotating; 7 rounds of 0.5 s runs of the malloc
 # kernels (3 of 0.4 s with --quick: this machine's speed drifts from minute to minute,
@@ -42,7 +46,10 @@ THREADS=(1 2)
 SP=$B/superpage
 MB=$B/bench/kernels/malloc
 GUPS=$B/tests/preload/gups_malloc
-for f in "$SP" "$MB" "$GUPS" "$B/libsuperpage-run.so"; do
+SWEEP=$B/tests/preload/sweep
+SWEEP_TOTAL=256M
+[ "$ROUNDS" -eq 3 ] && SWEEP_TOTAL=128M
+for f in "$SP" "$MB" "$GUPS" "$SWEEP" "$B/libsuperpage-run.so"; do
 	if [ ! -x "$f" ] && [ ! -f "$f" ]; then
 		echo "compare.sh: $f is missing (make bench builds it)" >&2
 		exit 2
@@ -389,6 +396,38 @@ for v in plain superpage superpage-2m; do
 		failures+=("${GCMD[$v]}: printed \"${GFIRST[$v]}\", \"$gups_header\" under $ref_who")
 	fi
 done
+
+# ---------- sizes: what each malloc pays for blocks of one size ----------
+
+SWEEP_SIZES=(mixed)
+for ((e = 4; e <= 26; e++)); do SWEEP_SIZES+=($((1 << e)) $(((1 << e) + 1))); done
+SWEEP_ALLOCS=(glibc superpage)
+[ -n "$skip_2m" ] || SWEEP_ALLOCS+=(superpage-2m)
+SWEEP_ALLOCS+=(mimalloc jemalloc)
+declare -A SWEEP_CELL
+for size in "${SWEEP_SIZES[@]}"; do
+	for a in "${SWEEP_ALLOCS[@]}"; do
+		case $a in
+		superpage-2m) run_cmd "$SP" run --backing 2m -- "$SWEEP" "$size" "$SWEEP_TOTAL" ;;
+		*) [ -n "${HAVE[$a]}" ] || continue
+		   run_with "$a" "$SWEEP" "$size" "$SWEEP_TOTAL" ;;
+		esac
+		rc=$?
+		line=$(grep -m1 '^size=' "$TMP/out")
+		data=$(field data_kb "$line")
+		rss=$(field rss_kb "$line")
+		huge=$(field huge_kb "$line")
+		if [ $rc -ne 0 ] || [ -z "$rss" ]; then
+			SWEEP_CELL[$size,$a]=$(failed_cell $rc)
+			[ $rc -eq 1 ] && grep -q 'lost its contents' "$TMP/err" && SWEEP_CELL[$size,$a]="WRONG DATA"
+			failures+=("$(failed_reason $rc)")
+			continue
+		fi
+		SWEEP_CELL[$size,$a]="$data $rss $huge"
+	done
+	printf 'compare.sh: sizes %s\n' "$size" >&2
+done
+
 pool_restore
 
 updates=$(echo "$gups_header" | sed -n 's/.* \([0-9][0-9]*\) updates x 2.*/\1/p')
@@ -411,6 +450,38 @@ for v in plain superpage superpage-2m; do
 			printf "%-28s %9.3f %9.3f %9.1f  ", l, m, b, (m > 0 ? 2 * u / m / 1e6 : 0)
 			if (g > 0) printf "%.2fx\n", g / m; else print "-" }'
 	fi
+done
+
+echo
+echo "sizes: $SWEEP SIZE $SWEEP_TOTAL (blocks of SIZE bytes until they hold $SWEEP_TOTAL, each written"
+echo "  whole once; mixed: 16 B-8 MiB log-uniform, filled, half freed, filled again)"
+echo "  resident growth / data's size, share of it on huge pages; then superpage's resident / glibc's"
+printf '%-9s %13s' size glibc
+for a in "${SWEEP_ALLOCS[@]:1}"; do printf ' %20s' "$a"; done
+echo
+for size in "${SWEEP_SIZES[@]}"; do
+	printf '%-9s' "$size"
+	read -r _ g_rss _ <<<"${SWEEP_CELL[$size,glibc]:-}"
+	for a in "${SWEEP_ALLOCS[@]}"; do
+		w=20
+		[ "$a" = glibc ] && w=13
+		read -r d r h <<<"${SWEEP_CELL[$size,$a]:-}"
+		if [ -z "${HAVE[$a]-1}" ]; then
+			cell="not installed"
+		elif [ -z "${SWEEP_CELL[$size,$a]:-}" ]; then
+			cell="no result"
+		elif [ -z "$h" ]; then
+			cell=${SWEEP_CELL[$size,$a]}
+		else
+			cell=$(awk -v d="$d" -v r="$r" -v h="$h" -v g="${g_rss:-0}" -v sp="${a%%-*}" 'BEGIN {
+				c = sprintf("%.2fx %3.0f%%", (d > 0 ? r / d : 0), (r > 0 ? 100 * h / r : 0))
+				if (h < 0) c = sprintf("%.2fx", (d > 0 ? r / d : 0))
+				if (sp == "superpage" && g > 0) c = c sprintf(" %.2fx", r / g)
+				print c }')
+		fi
+		printf " %${w}s" "$cell"
+	done
+	echo
 done
 echo "pools:   $(pools_line) at the end"
 

@@ -590,12 +590,15 @@ static size_t span_usable(const struct span *s)
 static void *big_alloc(size_t size, size_t align, bool *clean)
 {
 	struct span *s;
-	if (size <= MEDIUM_MAX && align <= UNIT_SIZE) {
+	bool run = pages_is_run(size, align);
+	s = NULL;
+	if (run) {
 		size_t np = (size + PAGE_SIZE - 1) >> PAGE_SHIFT;
 		s = pages_alloc_run(np, align > PAGE_SIZE ? align >> PAGE_SHIFT : 1, SPAN_MEDIUM);
-	} else {
-		s = pages_alloc_large(size, align);
 	}
+	/* (A long block the range has no run for may still be mapped on its own.) */
+	if (!s && (!run || size > MEDIUM_MAX))
+		s = pages_alloc_large(size, align);
 	if (!s)
 		return NULL;
 	if (clean)
@@ -743,14 +746,15 @@ void *rt_realloc(void *p, size_t size)
 			count_out((int64_t)span_usable(s) - (int64_t)before);
 			return (void *)s->start;
 		}
-	} else if (size <= have && size >= have / 2) {
+	} else if (size <= have && size >= have / 2 && have <= MEDIUM_MAX) {
 		return p;
-	} else if (s && s->kind == SPAN_MEDIUM && size > SMALL_MAX && size <= MEDIUM_MAX &&
+	} else if (s && s->kind == SPAN_MEDIUM && size > SMALL_MAX &&
 		   pages_resize_run(s, (size + PAGE_SIZE - 1) >> PAGE_SHIFT)) {
 		count_out((int64_t)span_usable(s) - (int64_t)have);
 		return p;
 	}
-	void *q = rt_malloc(size > have && size <= MEDIUM_MAX ? grow_room(size) : size);
+	bool run = size > have && pages_is_run(size, PAGE_SIZE);
+	void *q = rt_malloc(run && pages_is_run(grow_room(size), PAGE_SIZE) ? grow_room(size) : size);
 	if (!q)
 		return NULL;
 	memcpy(q, p, size < have ? size : have);

@@ -96,8 +96,9 @@ struct span {
 
 /* Sets up the reserved range and metadata; 0 or -errno. Called once, under init. */
 int pages_init(const struct sp_options *o);
-/* A span of npages pages (<= PAGES_PER_UNIT/2 for MEDIUM), aligned to align_pages
- * (a power of two <= PAGES_PER_UNIT); NULL if out of memory. Takes the page-heap lock. */
+/* A span of npages pages, aligned to align_pages (a power of two <= PAGES_PER_UNIT);
+ * NULL if out of memory. SMALL and MMAP spans lie in one unit; MEDIUM ones of
+ * alignment 1 may lie across units, and be any length. Takes the page-heap lock. */
 struct span *pages_alloc_run(size_t npages, size_t align_pages, enum span_kind kind);
 /* A span of whole units (size bytes rounded up to units), aligned to align bytes;
  * or, where the range cannot hold it or (under a limit) units would round it up by
@@ -105,9 +106,16 @@ struct span *pages_alloc_run(size_t npages, size_t align_pages, enum span_kind k
 struct span *pages_alloc_large(size_t size, size_t align);
 /* Gives a span's memory back (SMALL/MEDIUM pages or LARGE units). */
 void pages_free(struct span *s);
-/* Resizes a MEDIUM span in place to npages (within its unit): shrinking gives the
- * tail back; growing takes the free pages that follow it; false if they are not. */
+/* Resizes a MEDIUM span in place to npages: shrinking gives the tail back; growing
+ * takes the free pages that follow it (across units); false if they are not free. */
 bool pages_resize_run(struct span *s, size_t npages);
+/* True if a block of size bytes aligned to align is a MEDIUM run of pages (up to
+ * 1 MiB; up to 128 MiB where whole units would round it up by more than 1/64),
+ * false if it is a LARGE one of whole units. */
+bool pages_is_run(size_t size, size_t align);
+/* The page heap's counts and lists recomputed and compared (for the tests): the
+ * first difference found, *unit where; NULL if none. */
+const char *pages_check(size_t *unit);
 /* Resizes a LARGE or OUTSIDE span in place or by moving its pages (s->start then
  * changes); false if it cannot (the caller copies). */
 bool pages_resize_large(struct span *s, size_t new_size);

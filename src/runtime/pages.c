@@ -23,6 +23,7 @@ enum unit_state { U_FREE = 0, U_HEAP, U_LARGE, U_RELEASING };
 #define SKIP_NS 1000000000ull
 #define GIGA_UNITS ((size_t)1 << (30 - UNIT_SHIFT)) /* units in a 1 GiB page */
 #define MOVE_MIN_UNITS 8    /* realloc moves blocks of 16 MiB or more by mremap */
+#define LONG_MAX_BYTES ((size_t)128 << 20) /* the longest runs of pages */
 
 struct unit {
 	uint64_t free[PAGES_PER_UNIT / 64]; /* HEAP: 1 = free page */
@@ -590,6 +591,20 @@ struct span *pages_lookup(const void *addr, bool *in_range)
 
 /* ---------- units for the page heap ---------- */
 
+/* FREE unit u joins the page heap, empty, with the backing it got. */
+static void heap_unit_init(size_t u, enum sp_backing got)
+{
+	struct unit *x = &units[u];
+	x->state = U_HEAP;
+	x->backing = (uint8_t)got;
+	x->resident = 1;
+	x->nfree = PAGES_PER_UNIT;
+	memset(x->free, 0xff, sizeof x->free);
+	x->bucket = NO_BUCKET;
+	heap_units++;
+	count_units(got, 1);
+}
+
 /* A FREE unit for the page heap: a resident empty one first (no new memory), else
  * the lowest free one. Returns its index or NO_UNIT. */
 static int32_t take_unit(void)
@@ -613,31 +628,176 @@ static int32_t take_unit(void)
 	bits_set(freebits, (size_t)u, 1, false);
 	struct unit *x = &units[u];
 	/* (An empty unit kept on a hugetlb page stays on it.) */
-	enum sp_backing got = kept && is_hugetlb(x->backing) ? (enum sp_backing)x->backing
-							     : back_units((size_t)u, 1);
-	x->state = U_HEAP;
-	x->backing = (uint8_t)got;
-	x->resident = 1;
-	x->nfree = PAGES_PER_UNIT;
-	memset(x->free, 0xff, sizeof x->free);
-	x->bucket = NO_BUCKET;
-	heap_units++;
-	count_units(got, 1);
+	heap_unit_init((size_t)u, kept && is_hugetlb(x->backing) ? (enum sp_backing)x->backing
+								  : back_units((size_t)u, 1));
 	return u;
+}
+
+/* ---------- runs across units ----------
+ * A medium or long block whose run no unit's free pages hold is placed across units:
+ * in the free tail of a HEAP unit, whole FREE units, and the free head of the next
+ * HEAP unit, so that blocks of any size pack against their neighbours and only the
+ * last unit of a stretch is partly used (a unit touched once is resident whole on
+ * THP: blocks of 300 KB in units of their own left 12% of each unit unused, blocks
+ * of 1 MiB + 1 B half of it). */
+
+/* A HEAP unit whose free pages a run may take: the heap's, not a program's mapping. */
+static bool joinable(size_t u)
+{
+	return units[u].state == U_HEAP && !units[u].mapping;
+}
+
+/* The free pages at the end and at the start of a HEAP unit. */
+static size_t unit_tail(size_t u)
+{
+	size_t used = bits_prev(units[u].free, PAGES_PER_UNIT, false);
+	return used == SIZE_MAX ? PAGES_PER_UNIT : PAGES_PER_UNIT - 1 - used;
+}
+
+static size_t unit_head(size_t u)
+{
+	return bits_next(units[u].free, 0, PAGES_PER_UNIT, false);
+}
+
+/* FREE units [u, u+n) (some may be past the frontier) that a run would claim and
+ * that hold no memory yet: what the run costs. */
+static size_t fresh_units(size_t u, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = u; i < u + n; i++)
+		k += i >= frontier || !units[i].resident;
+	return k;
+}
+
+struct place {
+	size_t page;  /* the run's first page in the range, SIZE_MAX for none */
+	size_t cost;  /* units it makes resident */
+	size_t used;  /* free pages of HEAP units it takes */
+};
+
+/* A stretch: t free pages of a HEAP unit ending at a unit boundary (from page at),
+ * then m FREE units, then h free pages at the start of a HEAP unit. Keeps in *best
+ * the run's place there if it is better: fewer new units, then more pages of HEAP
+ * units put to use, then lower. */
+static void place_in(struct place *best, size_t np, size_t at, size_t t, size_t m, size_t h)
+{
+	if (np > t + m * PAGES_PER_UNIT + h)
+		return;
+	size_t f = (at + t) / PAGES_PER_UNIT; /* the first FREE unit */
+	/* From the tail on ... */
+	size_t rest = np > t ? np - t : 0, n = (rest + PAGES_PER_UNIT - 1) / PAGES_PER_UNIT;
+	struct place p = { at, 0, t < np ? t : np };
+	if (n > m) {
+		n = m;
+		p.used = np - m * PAGES_PER_UNIT;
+	}
+	p.cost = fresh_units(f, n);
+	/* ... or up to the head's end. */
+	rest = np > h ? np - h : 0;
+	n = (rest + PAGES_PER_UNIT - 1) / PAGES_PER_UNIT;
+	if (h && n <= m) {
+		struct place q = { at + t + m * PAGES_PER_UNIT + h - np, 0, h < np ? h : np };
+		q.cost = fresh_units(f + m - n, n);
+		if (q.cost < p.cost || (q.cost == p.cost && q.used > p.used))
+			p = q;
+	}
+	if (p.cost < best->cost || (p.cost == best->cost && p.used > best->used))
+		*best = p;
+}
+
+/* The best place for a run of np pages across units, or SIZE_MAX if the range
+ * cannot hold it. Under plock. */
+static size_t find_place(size_t np)
+{
+	struct place best = { SIZE_MAX, SIZE_MAX, 0 };
+	size_t at = 0, t = 0, m = 0; /* the open stretch: its tail, its FREE units */
+	for (size_t u = 0; u < frontier; u++) {
+		if (bit(freebits, u)) {
+			size_t e = bits_next(freebits, u, frontier, false);
+			m += e - u;
+			u = e - 1;
+			continue;
+		}
+		bool join = joinable(u);
+		place_in(&best, np, at, t, m, join ? unit_head(u) : 0);
+		if (best.cost == 0 && best.used == np)
+			return best.page;
+		t = join ? unit_tail(u) : 0;
+		at = (u + 1) * PAGES_PER_UNIT - t;
+		m = 0;
+	}
+	/* The last stretch runs on past the frontier, to the end of the range. */
+	place_in(&best, np, at, t, m + (max_units - frontier), 0);
+	return best.page;
+}
+
+/* Units [u0, u1) that a run at pages [p, p+np) covers: the FREE ones join the page
+ * heap (growing the range where they lie past its frontier), and the run's pages are
+ * taken. *clean: every page of the run was memory the kernel had not given yet.
+ * False if the range cannot grow. Under plock. */
+static bool take_pages(size_t p, size_t np, bool *clean)
+{
+	size_t u0 = p / PAGES_PER_UNIT, u1 = (p + np - 1) / PAGES_PER_UNIT + 1;
+	if (u1 > frontier && grow(u1) < 0)
+		return false;
+	bool fresh = true;
+	for (size_t i = u0; i < u1;) {
+		if (!bit(freebits, i)) {
+			fresh = false; /* a HEAP unit's free pages: they may have been used */
+			i++;
+			continue;
+		}
+		if (units[i].in_cache) {
+			cache_remove((int32_t)i);
+			st_reused++;
+			bits_set(freebits, i, 1, false);
+			heap_unit_init(i, is_hugetlb(units[i].backing) ? (enum sp_backing)units[i].backing
+								       : back_units(i, 1));
+			fresh = false;
+			i++;
+			continue;
+		}
+		size_t e = i;
+		while (e < u1 && bit(freebits, e) && !units[e].in_cache) {
+			fresh = fresh && !units[e].resident;
+			e++;
+		}
+		bits_set(freebits, i, e - i, false);
+		enum sp_backing got = back_units(i, e - i);
+		for (size_t k = i; k < e; k++)
+			heap_unit_init(k, got);
+		i = e;
+	}
+	for (size_t i = u0; i < u1; i++) {
+		size_t from = p > i * PAGES_PER_UNIT ? p - i * PAGES_PER_UNIT : 0;
+		size_t to = p + np < (i + 1) * PAGES_PER_UNIT ? p + np - i * PAGES_PER_UNIT
+							       : PAGES_PER_UNIT;
+		bits_set(units[i].free, from, to - from, false);
+		units[i].nfree = (uint16_t)(units[i].nfree - (to - from));
+		rebucket((int32_t)i);
+	}
+	*clean = fresh;
+	return true;
 }
 
 struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 {
-	if (npages == 0 || npages > PAGES_PER_UNIT || align > PAGES_PER_UNIT)
+	/* Medium blocks may lie across units (and long ones must); spans of objects and
+	 * the program's small mappings stay inside one. */
+	bool across = kind == SPAN_MEDIUM && align <= 1;
+	if (npages == 0 || (npages > PAGES_PER_UNIT && !across) || align > PAGES_PER_UNIT ||
+	    npages > (max_units << (UNIT_SHIFT - PAGE_SHIFT)))
 		return NULL;
 	pthread_mutex_lock(&plock);
 	struct span *s = span_new();
 	int32_t u = NO_UNIT;
-	size_t at = PAGES_PER_UNIT;
+	size_t at = PAGES_PER_UNIT, p = SIZE_MAX;
+	bool clean = false;
 	if (!s)
 		goto fail;
 	/* Best fit by longest free run: the smallest bucket that can hold the run. */
-	for (unsigned b = bucket_of((unsigned)npages); b < NBUCKET && u == NO_UNIT; b++) {
+	for (unsigned b = npages <= PAGES_PER_UNIT ? bucket_of((unsigned)npages) : NBUCKET;
+	     b < NBUCKET && u == NO_UNIT; b++) {
 		for (int32_t c = bucket_head[b]; c != NO_UNIT; c = units[c].next) {
 			if (units[c].longest < npages)
 				continue;
@@ -648,25 +808,35 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 			}
 		}
 	}
-	if (u == NO_UNIT) {
+	if (u != NO_UNIT) {
+		struct unit *x = &units[u];
+		bits_set(x->free, at, npages, false);
+		x->nfree = (uint16_t)(x->nfree - npages);
+		rebucket(u);
+		p = (size_t)u * PAGES_PER_UNIT + at;
+	} else if (across) {
+		p = find_place(npages);
+		if (p == SIZE_MAX || !take_pages(p, npages, &clean))
+			goto fail;
+	} else {
 		u = take_unit();
 		if (u == NO_UNIT)
 			goto fail;
-		at = 0;
+		bits_set(units[u].free, 0, npages, false);
+		units[u].nfree = (uint16_t)(PAGES_PER_UNIT - npages);
+		rebucket(u);
+		p = (size_t)u * PAGES_PER_UNIT;
 	}
-	struct unit *x = &units[u];
-	bits_set(x->free, at, npages, false);
-	x->nfree = (uint16_t)(x->nfree - npages);
-	rebucket(u);
 	s->kind = (uint8_t)kind;
-	s->start = unit_addr((size_t)u) + (at << PAGE_SHIFT);
+	s->start = base + (p << PAGE_SHIFT);
 	s->npages = npages;
+	s->clean = clean;
 	if (kind == SPAN_MMAP)
 		st_small_mmap_pages += npages;
 	if (kind == SPAN_SMALL || kind == SPAN_MMAP)
 		pages_map_all(s);
 	else
-		map_set(page_of(s->start), s);
+		map_set(p, s);
 	pthread_mutex_unlock(&plock);
 	maybe_promote();
 	return s;
@@ -874,6 +1044,53 @@ static bool free_pages(size_t p0, size_t n, struct release *rel)
 	return retire_units(u, 1, rel);
 }
 
+/* Pages [p, p+n) are free again, across units if need be; true (with rel filled) if
+ * units emptied and are to be given back after the lock. Units of a run emptied
+ * together are retired together; of them, a stretch on hugetlb pages apart from one
+ * that is not (their memory goes back differently). Under plock. */
+static bool free_run(size_t p, size_t n, struct release *rel)
+{
+	size_t u0 = p / PAGES_PER_UNIT, u1 = (p + n - 1) / PAGES_PER_UNIT + 1;
+	if (u1 - u0 == 1)
+		return free_pages(p, n, rel);
+	size_t e0 = SIZE_MAX, e1 = 0; /* the emptied units: the run covered those between */
+	for (size_t u = u0; u < u1; u++) {
+		struct unit *x = &units[u];
+		size_t from = p > u * PAGES_PER_UNIT ? p - u * PAGES_PER_UNIT : 0;
+		size_t to = p + n < (u + 1) * PAGES_PER_UNIT ? p + n - u * PAGES_PER_UNIT
+							     : PAGES_PER_UNIT;
+		bits_set(x->free, from, to - from, true);
+		x->nfree = (uint16_t)(x->nfree + (to - from));
+		if (x->nfree < PAGES_PER_UNIT) {
+			rebucket((int32_t)u);
+			continue;
+		}
+		if (x->bucket != NO_BUCKET)
+			list_unlink(&bucket_head[x->bucket], NULL, (int32_t)u);
+		x->bucket = NO_BUCKET;
+		heap_units--;
+		if (e0 == SIZE_MAX)
+			e0 = u;
+		e1 = u + 1;
+	}
+	bool out = false;
+	for (size_t a = e0; a < e1;) {
+		size_t b = a + 1;
+		while (b < e1 && is_hugetlb(units[b].backing) == is_hugetlb(units[a].backing))
+			b++;
+		struct release r;
+		if (retire_units(a, b - a, &r)) {
+			if (!out)
+				*rel = r;
+			else
+				release_locked(&r);
+			out = true;
+		}
+		a = b;
+	}
+	return out;
+}
+
 void pages_free(struct span *s)
 {
 	struct release rel;
@@ -893,7 +1110,7 @@ void pages_free(struct span *s)
 		size_t n = s->kind == SPAN_SMALL || s->kind == SPAN_MMAP ? s->npages : 1;
 		for (size_t i = 0; i < n; i++)
 			map_set(p0 + i, NULL);
-		give_back = free_pages(p0, s->npages, &rel);
+		give_back = free_run(p0, s->npages, &rel);
 	}
 	span_delete(s);
 	pthread_mutex_unlock(&plock);
@@ -1357,6 +1574,22 @@ static struct span *range_alloc_large(size_t size, size_t align)
 	return s;
 }
 
+/* Blocks up to LONG_MAX that whole units would round up by more than 1/64 are runs
+ * of pages (across units), as medium ones are: as whole units, a block of 2.2 MB
+ * was resident as 4 MiB, one of 9 MB as 10 MiB. Past LONG_MAX a unit's worth of
+ * rounding is under 1/64; and runs of whole units are what realloc moves by mremap
+ * and 1 GiB pages hold. Under a limit (tight) large blocks go as they did. */
+bool pages_is_run(size_t size, size_t align)
+{
+	if (size <= MEDIUM_MAX)
+		return align <= UNIT_SIZE;
+	if (tight || align > PAGE_SIZE || size > LONG_MAX_BYTES)
+		return false;
+	size_t len = (size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+	size_t units_len = (size + UNIT_SIZE - 1) & ~(UNIT_SIZE - 1);
+	return (units_len - len) * 64 > len;
+}
+
 struct span *pages_alloc_large(size_t size, size_t align)
 {
 	struct span *s = NULL;
@@ -1369,26 +1602,41 @@ struct span *pages_alloc_large(size_t size, size_t align)
 	return outside_alloc(size, align, tight ? OUT_LIMIT : OUT_FULL);
 }
 
+/* Pages [p, p+n) are free for a run to grow into: free pages of HEAP units the heap
+ * may join, or FREE units (past the frontier too). Under plock. */
+static bool pages_free_for_run(size_t p, size_t n)
+{
+	if (p + n > max_units * PAGES_PER_UNIT)
+		return false;
+	for (size_t u = p / PAGES_PER_UNIT; u <= (p + n - 1) / PAGES_PER_UNIT; u++) {
+		if (u >= frontier || bit(freebits, u))
+			continue;
+		size_t from = p > u * PAGES_PER_UNIT ? p - u * PAGES_PER_UNIT : 0;
+		size_t to = p + n < (u + 1) * PAGES_PER_UNIT ? p + n - u * PAGES_PER_UNIT
+							     : PAGES_PER_UNIT;
+		if (!joinable(u) || bits_next(units[u].free, from, to, false) != to)
+			return false;
+	}
+	return true;
+}
+
 bool pages_resize_run(struct span *s, size_t npages)
 {
-	size_t p0 = page_of(s->start), u = p0 / PAGES_PER_UNIT, at = p0 % PAGES_PER_UNIT;
+	size_t p0 = page_of(s->start);
 	struct release rel;
-	bool give_back = false;
-	if (npages == 0 || at + npages > PAGES_PER_UNIT)
+	bool give_back = false, clean;
+	if (npages == 0 || (npages > s->npages && (s->kind != SPAN_MEDIUM ||
+						   npages > LONG_MAX_BYTES >> PAGE_SHIFT)))
 		return false;
 	pthread_mutex_lock(&plock);
-	struct unit *x = &units[u];
 	if (npages < s->npages) {
-		give_back = free_pages(p0 + npages, s->npages - npages, &rel);
+		give_back = free_run(p0 + npages, s->npages - npages, &rel);
 	} else if (npages > s->npages) {
-		if (x->mapping ||
-		    bits_next(x->free, at + s->npages, at + npages, false) != at + npages) {
+		size_t p = p0 + s->npages, n = npages - s->npages;
+		if (!pages_free_for_run(p, n) || !take_pages(p, n, &clean)) {
 			pthread_mutex_unlock(&plock);
 			return false;
 		}
-		bits_set(x->free, at + s->npages, npages - s->npages, false);
-		x->nfree = (uint16_t)(x->nfree - (npages - s->npages));
-		rebucket((int32_t)u);
 	}
 	s->npages = npages;
 	pthread_mutex_unlock(&plock);
@@ -2250,4 +2498,84 @@ void pages_stats(struct rt_stats *st)
 	st->small_mmap_bytes = st_small_mmap_pages << PAGE_SHIFT;
 	memcpy(st->falls, st_falls, sizeof st->falls);
 	pthread_mutex_unlock(&plock);
+}
+
+/* ---------- consistency ---------- */
+
+/* Recomputes what the page heap keeps counted and listed, from the units' bitmaps
+ * and the page map, and compares: the first difference found (*unit: where), or
+ * NULL. For the
+ * tests, after each step of a random sequence; it walks every page, under plock. */
+const char *pages_check(size_t *unit)
+{
+	const char *bad = NULL;
+	size_t n_heap = 0, n_cached = 0, used = 0, spanned = 0, bad_u = 0;
+	uint64_t per[SP_BACKING_COUNT] = { 0 };
+	pthread_mutex_lock(&plock);
+	for (size_t u = 0; u < frontier && !bad; u++) {
+		struct unit *x = &units[u];
+		bad_u = u;
+		if (bit(freebits, u) != (x->state == U_FREE))
+			bad = "a unit's free bit disagrees with its state";
+		else if (x->in_cache && (x->state != U_FREE || !x->resident))
+			bad = "a unit in the empty cache is not free and resident";
+		n_cached += x->in_cache;
+		if (x->state == U_LARGE) {
+			per[x->backing]++;
+			used += PAGES_PER_UNIT;
+		}
+		if (x->state != U_HEAP || bad)
+			continue;
+		n_heap++;
+		per[x->backing]++;
+		size_t nfree = 0;
+		for (size_t w = 0; w < PAGES_PER_UNIT / 64; w++)
+			nfree += (size_t)__builtin_popcountll(x->free[w]);
+		used += PAGES_PER_UNIT - nfree;
+		if (nfree != x->nfree)
+			bad = "a unit's count of free pages is wrong";
+		else if (!x->mapping && nfree == PAGES_PER_UNIT)
+			bad = "an empty unit is still the heap's";
+		else if (!x->mapping && (x->longest != longest_run(x->free) ||
+					 x->bucket != (x->longest ? bucket_of(x->longest) : NO_BUCKET)))
+			bad = "a unit's longest free run or its bucket is wrong";
+	}
+	for (unsigned b = 0; b < NBUCKET && !bad; b++)
+		for (int32_t c = bucket_head[b]; c != NO_UNIT && !bad; c = units[c].next)
+			if (units[c].bucket != b || units[c].state != U_HEAP)
+				bad = "a bucket lists a unit not of it", bad_u = (size_t)c;
+	size_t listed = 0;
+	for (int32_t c = cache_head; c != NO_UNIT && !bad; c = units[c].next)
+		if (!units[c].in_cache || ++listed > n_cached)
+			bad = "the empty cache lists a unit not in it", bad_u = (size_t)c;
+	if (!bad && (listed != n_cached || cached != n_cached))
+		bad = "the empty cache's count is wrong";
+	if (!bad && n_heap != heap_units)
+		bad = "the count of the heap's units is wrong";
+	for (int b = 0; b < SP_BACKING_COUNT && !bad; b++)
+		if (per[b] != st_units[b])
+			bad = "the count of units by backing is wrong";
+	/* Every span's pages are in use, and the spans hold every page in use. */
+	for (size_t p = 0; p < frontier * PAGES_PER_UNIT && !bad; p++) {
+		struct span *s = atomic_load_explicit(&pagemap[p], memory_order_relaxed);
+		if (!s || page_of(s->start) != p)
+			continue;
+		bad_u = p / PAGES_PER_UNIT;
+		if (s->magic != SPAN_MAGIC) {
+			bad = "the page map holds a span that is not one";
+			break;
+		}
+		spanned += s->npages;
+		for (size_t i = p; i < p + s->npages && !bad; i++) {
+			struct unit *x = &units[i / PAGES_PER_UNIT];
+			if (s->kind == SPAN_LARGE ? x->state != U_LARGE
+						  : x->state != U_HEAP || bit(x->free, i % PAGES_PER_UNIT))
+				bad = "a span's page is free in its unit";
+		}
+	}
+	if (!bad && spanned != used)
+		bad = "the spans do not hold the pages in use";
+	pthread_mutex_unlock(&plock);
+	*unit = bad_u;
+	return bad;
 }

@@ -504,6 +504,26 @@ test_bigmap_2m() {
 # A block allocated and freed again and again under 2m: its empty hugetlb unit is kept
 # for the next one, not given back to the pool and taken again each time (20,000
 # times: 1.6 s, against 0.004 s kept), and what it gives out again reads as zero.
+# The page heap's random sequence (tests/unit/test_pages: its counts recomputed after
+# every step, every block's bytes checked) on 2 MiB hugetlb units from a pool of 24
+# pages that runs out midway: units kept, given back and fallen to THP side by side.
+test_pages_2m() {
+	local name=pages_2m
+	if ! pool_2m 24; then
+		skip $name "$why"
+		return
+	fi
+	SUPERPAGE_BACKING=2m limited "$tmp/sp.out" "$tmp/sp.err" "$B/tests/unit/test_pages"
+	restore
+	if [ "$rc" -ne 0 ]; then
+		fail $name "exit $rc: $(grep -m3 'check failed\|step\|FAIL' "$tmp/sp.out" "$tmp/sp.err" | tr '\n' ' ')"
+	elif ! grep -q '^PASS test_random_sequence' "$tmp/sp.out"; then
+		fail $name "no PASS line: $(oneline "$tmp/sp.out")"
+	else
+		pass $name "random mallocs, reallocs and frees on a pool of 24 pages: consistent"
+	fi
+}
+
 test_churn_2m() {
 	local name=churn_2m counts released reused
 	if ! have_python; then
@@ -975,6 +995,7 @@ for backing in auto thp 4k 2m; do
 done
 test_bigmap_2m
 test_churn_2m
+test_pages_2m
 test_brk no_heap
 for backing in auto thp 2m; do
 	test_brk_huge $backing
