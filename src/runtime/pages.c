@@ -814,7 +814,9 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		x->nfree = (uint16_t)(x->nfree - npages);
 		rebucket(u);
 		p = (size_t)u * PAGES_PER_UNIT + at;
-	} else if (across) {
+	} else if (across && (npages > PAGES_PER_UNIT || cache_head == NO_UNIT)) {
+		/* (An empty unit kept resident holds a run of a unit or less at no cost,
+		 * and without a walk over the units.) */
 		p = find_place(npages);
 		if (p == SIZE_MAX || !take_pages(p, npages, &clean))
 			goto fail;
