@@ -97,8 +97,9 @@ struct span {
 /* Sets up the reserved range and metadata; 0 or -errno. Called once, under init. */
 int pages_init(const struct sp_options *o);
 /* A span of npages pages, aligned to align_pages (a power of two <= PAGES_PER_UNIT);
- * NULL if out of memory. SMALL and MMAP spans lie in one unit; MEDIUM ones of
- * alignment 1 may lie across units, and be any length. Takes the page-heap lock. */
+ * NULL if out of memory. MMAP spans lie in one unit; SMALL and MEDIUM ones of
+ * alignment 1 may lie across units (MEDIUM ones be any length). Takes the page-heap
+ * lock. */
 struct span *pages_alloc_run(size_t npages, size_t align_pages, enum span_kind kind);
 /* A span of whole units (size bytes rounded up to units), aligned to align bytes;
  * or, where the range cannot hold it or (under a limit) units would round it up by

@@ -782,9 +782,10 @@ static bool take_pages(size_t p, size_t np, bool *clean)
 
 struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 {
-	/* Medium blocks may lie across units (and long ones must); spans of objects and
-	 * the program's small mappings stay inside one. */
-	bool across = kind == SPAN_MEDIUM && align <= 1;
+	/* Blocks and spans of objects may lie across units (long blocks must: 18 spans
+	 * of 27 pages in a unit left 5% of it unused); the program's small mappings stay
+	 * inside one. */
+	bool across = (kind == SPAN_MEDIUM || kind == SPAN_SMALL) && align <= 1;
 	if (npages == 0 || (npages > PAGES_PER_UNIT && !across) || align > PAGES_PER_UNIT ||
 	    npages > (max_units << (UNIT_SHIFT - PAGE_SHIFT)))
 		return NULL;
