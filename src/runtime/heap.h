@@ -108,7 +108,8 @@ struct span *pages_alloc_large(size_t size, size_t align);
 /* Gives a span's memory back (SMALL/MEDIUM pages or LARGE units). */
 void pages_free(struct span *s);
 /* Resizes a MEDIUM span in place to npages: shrinking gives the tail back; growing
- * takes the free pages that follow it (across units); false if they are not free. */
+ * (up to 1 MiB) takes the free pages that follow it, across units; false if they are
+ * not free. */
 bool pages_resize_run(struct span *s, size_t npages);
 /* True if a block of size bytes aligned to align is a MEDIUM run of pages (up to
  * 1 MiB; up to 128 MiB where whole units would round it up by more than 1/64),

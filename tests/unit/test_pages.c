@@ -120,7 +120,7 @@ static void test_random_sequence(void)
 }
 
 /* Long runs pack against each other: 40 blocks of 1 MiB + 1 B take 21 units, not
- * 40; and each is found, resized in place and freed whole. */
+ * 40; and each is found, resized and freed whole. */
 static void test_long_runs_pack(void)
 {
 	CHECK(rt_init());
@@ -144,13 +144,18 @@ static void test_long_runs_pack(void)
 	CHECK(after - before <= 22);
 	size_t where;
 	CHECK(pages_check(&where) == NULL);
-	/* The last one grows in place into the free pages after it. */
-	unsigned char *q = rt_realloc(p[39], 3 * MB + 5);
+	/* One shrinks in place; grown past 1 MiB, it moves to whole units (room to
+	 * grow in place), its bytes kept. */
+	unsigned char *q = rt_realloc(p[39], 300000);
 	CHECK(q == p[39]);
-	CHECK(q && q[MB] == 40 && q[0] == 40);
+	CHECK_EQ(rt_usable_size(q), 74 * 4096);
+	q = rt_realloc(p[39], 3 * MB + 5);
+	CHECK(q != NULL);
+	CHECK_EQ(rt_usable_size(q), 4 * MB);
+	CHECK(q && q[299999] == 40 && q[0] == 40);
 	p[39] = q;
 	for (int i = 0; i < 40; i++) {
-		CHECK(p[i][0] == i + 1 && p[i][MB] == i + 1);
+		CHECK(p[i][0] == i + 1 && p[i][i < 39 ? MB : 0] == i + 1);
 		rt_free(p[i]);
 	}
 	CHECK(pages_check(&where) == NULL);
