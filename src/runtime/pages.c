@@ -2501,6 +2501,17 @@ void pages_stats(struct rt_stats *st)
 	st->mremaps = st_mremaps;
 	st->released_units = st_released;
 	st->reused_units = st_reused;
+	st->kept_units = cached;
+	for (size_t u = 0; u < frontier; u++) {
+		const struct unit *x = &units[u];
+		size_t used = x->state == U_LARGE ? PAGES_PER_UNIT
+			    : x->state == U_HEAP && !x->mapping ? PAGES_PER_UNIT - x->nfree : 0;
+		st->unit_used_bytes += (uint64_t)used << PAGE_SHIFT;
+		if (x->state == U_HEAP && !x->mapping)
+			st->unit_free_bytes += (uint64_t)x->nfree << PAGE_SHIFT;
+		if (used == PAGES_PER_UNIT)
+			st->full_unit_bytes += UNIT_SIZE;
+	}
 	st->small_mmap_bytes = st_small_mmap_pages << PAGE_SHIFT;
 	memcpy(st->falls, st_falls, sizeof st->falls);
 	pthread_mutex_unlock(&plock);

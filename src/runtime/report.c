@@ -543,6 +543,10 @@ static void report_json(struct out *o, const struct account *a)
 		(unsigned long long)st->units_peak, (unsigned long long)st->large_blocks,
 		(unsigned long long)st->large_bytes, (unsigned long long)st->mremaps,
 		(unsigned long long)st->released_units, (unsigned long long)st->reused_units);
+	put_fmt(o, ",\"unit_used_bytes\":%llu,\"unit_free_bytes\":%llu,\"full_unit_bytes\":%llu,"
+		"\"kept_units\":%llu",
+		(unsigned long long)st->unit_used_bytes, (unsigned long long)st->unit_free_bytes,
+		(unsigned long long)st->full_unit_bytes, (unsigned long long)st->kept_units);
 	put_fmt(o, "},\"mmaps\":{\"small\":%llu,\"small_bytes\":%llu,\"large\":%llu,"
 		"\"packed\":%llu,\"packed_collapsed\":%llu,\"packed_refused\":%llu}",
 		(unsigned long long)st->small_mmaps, (unsigned long long)st->small_mmap_bytes,
@@ -723,6 +727,19 @@ static void report_text(struct out *o, const struct account *a)
 			(unsigned long long)st->packed, (unsigned long long)st->packed_collapsed,
 			(unsigned long long)st->packed_refused);
 	put_char(o, '\n');
+
+	/* The memory of the units: in use, free inside units in use, in full units. */
+	line_start(o, a);
+	put_str(o, "in units: ");
+	put_human(o, st->unit_used_bytes);
+	put_str(o, " in use, ");
+	put_human(o, st->unit_free_bytes);
+	put_str(o, " free inside units in use (");
+	put_percent(o, st->unit_free_bytes, st->unit_used_bytes + st->unit_free_bytes);
+	put_str(o, " of their memory), ");
+	put_percent(o, st->full_unit_bytes, st->unit_used_bytes);
+	put_fmt(o, " of what is in use in full units; %llu empty units kept\n",
+		(unsigned long long)st->kept_units);
 
 	if (rt_options()->shm) {
 		line_start(o, a);

@@ -27,6 +27,11 @@ struct rt_stats {
 	uint64_t mremaps;           /* reallocs served by moving pages, not copying */
 	uint64_t released_units;    /* empty units given back to the kernel */
 	uint64_t reused_units;      /* empty units kept resident and given out again */
+	/* The page heap's units now: bytes of their pages in blocks and spans; free pages
+	 * inside units in use (resident with them: on THP or hugetlb, what blocks freed
+	 * leave in a huge page); of the bytes in use, those in units with no page free;
+	 * empty units kept resident. */
+	uint64_t unit_used_bytes, unit_free_bytes, full_unit_bytes, kept_units;
 	uint64_t small_mmaps;       /* private anonymous mmaps below SUPERPAGE_MIN served from
 	                               the heap's units (arenas of other allocators) */
 	uint64_t small_mmap_bytes;  /* bytes of them mapped now */

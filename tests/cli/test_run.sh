@@ -381,6 +381,7 @@ test_stats_text() {
 	sp run --stats -- /bin/true
 	if [ "$rc" != 0 ] ||
 		! grep -qE '^superpage: pid [0-9]+ \(true\): .* resident, .* on huge pages \([0-9.]+%\)' "$tmp/err" ||
+		! grep -qE '^superpage: pid [0-9]+ \(true\): in units: .* in use, .* free inside units in use \([0-9.]+% of their memory\), [0-9.]+% of what is in use in full units; [0-9]+ empty units kept$' "$tmp/err" ||
 		! grep -qE '^superpage: pid [0-9]+ \(true\): fallbacks: ' "$tmp/err"; then
 		fail $name "exit $rc, stderr: $(oneline "$tmp/err")"
 	else
@@ -436,8 +437,13 @@ for l in lines:
         print("regions do not add up to rss_bytes"); sys.exit()
     h = d["heap"]
     for k in ("in_use", "peak", "mallocs", "frees", "units", "large_blocks", "large_bytes",
-              "mremaps", "released_units", "reused_units"):
+              "mremaps", "released_units", "reused_units", "unit_used_bytes", "unit_free_bytes",
+              "full_unit_bytes", "kept_units"):
         if not isinstance(h.get(k), (int, dict)): print("no heap key %s" % k); sys.exit()
+    if h["full_unit_bytes"] > h["unit_used_bytes"] or h["unit_used_bytes"] % 4096 or \
+       h["unit_free_bytes"] % 4096:
+        print("unit bytes: used %d, free %d, in full units %d" % (h["unit_used_bytes"],
+              h["unit_free_bytes"], h["full_unit_bytes"])); sys.exit()
     if set(h["units"]) != {"4k", "thp", "2m", "1g"}: print("units %r" % h["units"]); sys.exit()
     if h["peak"] < h["in_use"]: print("peak %d below in_use %d" % (h["peak"], h["in_use"])); sys.exit()
     for rung, whys in d["falls"].items():

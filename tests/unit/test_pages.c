@@ -127,7 +127,7 @@ static void test_long_runs_pack(void)
 	static unsigned char *p[40];
 	struct rt_stats st;
 	rt_stats_get(&st);
-	uint64_t before = 0, after = 0;
+	uint64_t before = 0, after = 0, used = st.unit_used_bytes;
 	for (int b = 0; b < SP_BACKING_COUNT; b++)
 		before += st.units[b];
 	for (int i = 0; i < 40; i++) {
@@ -142,6 +142,10 @@ static void test_long_runs_pack(void)
 	for (int b = 0; b < SP_BACKING_COUNT; b++)
 		after += st.units[b];
 	CHECK(after - before <= 22);
+	/* --stats' account: the blocks' pages in use, the rest of the units free. */
+	CHECK_EQ(st.unit_used_bytes - used, 40 * (MB + 4096));
+	CHECK_EQ(st.unit_used_bytes + st.unit_free_bytes, after * 2 * MB);
+	CHECK(st.full_unit_bytes <= st.unit_used_bytes);
 	size_t where;
 	CHECK(pages_check(&where) == NULL);
 	/* One shrinks in place; grown past 1 MiB, it moves to whole units (room to
