@@ -659,6 +659,14 @@ static size_t unit_head(size_t u)
 	return bits_next(units[u].free, 0, PAGES_PER_UNIT, false);
 }
 
+/* The part of pages [p, p+n) that lies in unit u, as pages [*from, *to) of it. */
+static void unit_part(size_t p, size_t n, size_t u, size_t *from, size_t *to)
+{
+	size_t first = u * PAGES_PER_UNIT;
+	*from = p > first ? p - first : 0;
+	*to = p + n < first + PAGES_PER_UNIT ? p + n - first : PAGES_PER_UNIT;
+}
+
 /* FREE units [u, u+n) (some may be past the frontier) that a run would claim and
  * that hold no memory yet: what the run costs. */
 static size_t fresh_units(size_t u, size_t n)
@@ -769,9 +777,8 @@ static bool take_pages(size_t p, size_t np, bool *clean)
 		i = e;
 	}
 	for (size_t i = u0; i < u1; i++) {
-		size_t from = p > i * PAGES_PER_UNIT ? p - i * PAGES_PER_UNIT : 0;
-		size_t to = p + np < (i + 1) * PAGES_PER_UNIT ? p + np - i * PAGES_PER_UNIT
-							       : PAGES_PER_UNIT;
+		size_t from, to;
+		unit_part(p, np, i, &from, &to);
 		bits_set(units[i].free, from, to - from, false);
 		units[i].nfree = (uint16_t)(units[i].nfree - (to - from));
 		rebucket((int32_t)i);
@@ -1059,9 +1066,8 @@ static bool free_run(size_t p, size_t n, struct release *rel)
 	size_t e0 = SIZE_MAX, e1 = 0; /* the emptied units: the run covered those between */
 	for (size_t u = u0; u < u1; u++) {
 		struct unit *x = &units[u];
-		size_t from = p > u * PAGES_PER_UNIT ? p - u * PAGES_PER_UNIT : 0;
-		size_t to = p + n < (u + 1) * PAGES_PER_UNIT ? p + n - u * PAGES_PER_UNIT
-							     : PAGES_PER_UNIT;
+		size_t from, to;
+		unit_part(p, n, u, &from, &to);
 		bits_set(x->free, from, to - from, true);
 		x->nfree = (uint16_t)(x->nfree + (to - from));
 		if (x->nfree < PAGES_PER_UNIT) {
@@ -1614,9 +1620,8 @@ static bool pages_free_for_run(size_t p, size_t n)
 	for (size_t u = p / PAGES_PER_UNIT; u <= (p + n - 1) / PAGES_PER_UNIT; u++) {
 		if (u >= frontier || bit(freebits, u))
 			continue;
-		size_t from = p > u * PAGES_PER_UNIT ? p - u * PAGES_PER_UNIT : 0;
-		size_t to = p + n < (u + 1) * PAGES_PER_UNIT ? p + n - u * PAGES_PER_UNIT
-							     : PAGES_PER_UNIT;
+		size_t from, to;
+		unit_part(p, n, u, &from, &to);
 		if (!joinable(u) || bits_next(units[u].free, from, to, false) != to)
 			return false;
 	}
