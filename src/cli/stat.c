@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "internal.h"
 #include "json.h"
 
 void usage_stat(void)
@@ -13,7 +14,11 @@ void usage_stat(void)
 	      "\n"
 	      "Reads /proc/PID/smaps and shows the resident memory of the process, the part\n"
 	      "on huge pages (hugetlb and transparent huge pages) and the coverage, then the\n"
-	      "same per kind of region: heap, anon, text, data, stack, shm, other.\n"
+	      "same per kind of region: heap, anon, text, data, stack, shm, other. For a\n"
+	      "process under superpage run, then its heap's account as the process last\n"
+	      "published it (when its units change, and every 0.1 s it allocates): in use,\n"
+	      "2 MiB units by backing, free pages inside units in use, units given back and\n"
+	      "reused (reading it needs the access a debugger needs: its owner, or root).\n"
 	      "\n"
 	      "  --json   print one JSON object instead, for scripts\n",
 	      stdout);
@@ -95,7 +100,47 @@ static void print_human(const struct sp_coverage *c, const char *comm)
 	}
 }
 
-static void print_json(const struct sp_coverage *c, const char *comm)
+/* The account a process under superpage run publishes (rc: sp_live_read's). */
+static void print_live_human(int rc, const struct sp_live *l)
+{
+	char a[32], b[32];
+	static const enum sp_backing rungs[] = { SP_BACKING_4K, SP_BACKING_THP, SP_BACKING_2M,
+						 SP_BACKING_1G };
+	if (rc == -EACCES || rc == -EPERM) {
+		printf("\n  its heap's account (superpage run): cannot read its memory (%s; run as "
+		       "root)\n", strerror(-rc));
+		return;
+	}
+	if (rc < 0)
+		return; /* not under superpage run, or nothing published yet */
+	uint64_t now = sp_os->now_ns(), age = now > l->at_ns ? now - l->at_ns : 0;
+	printf("\n  heap (superpage run, %.1f s ago): %s in use (peak %s), %llu mallocs, "
+	       "%llu frees\n", (double)age / 1e9, cli_human(l->in_use, a, sizeof a),
+	       cli_human(l->peak_in_use, b, sizeof b), (unsigned long long)l->mallocs,
+	       (unsigned long long)l->frees);
+	printf("  2 MiB units:");
+	bool any = false;
+	for (size_t k = 0; k < sizeof rungs / sizeof *rungs; k++) {
+		if (!l->units[rungs[k]])
+			continue;
+		printf("%s %llu %s", any ? "," : "", (unsigned long long)l->units[rungs[k]],
+		       sp_backing_name(rungs[k]));
+		any = true;
+	}
+	printf("%s (peak %llu, %llu given back, %llu reused); %llu large blocks (%s)\n",
+	       any ? "" : " none", (unsigned long long)l->units_peak,
+	       (unsigned long long)l->released_units, (unsigned long long)l->reused_units,
+	       (unsigned long long)l->large_blocks, cli_human(l->large_bytes, a, sizeof a));
+	uint64_t held = l->unit_used_bytes + l->unit_free_bytes;
+	printf("  in units: %s in use, %s free inside units in use (%.1f%% of their memory), "
+	       "%.1f%% of what is in use in full units; %llu empty units kept; %llu falls\n",
+	       cli_human(l->unit_used_bytes, a, sizeof a), cli_human(l->unit_free_bytes, b, sizeof b),
+	       100 * share(l->unit_free_bytes, held), 100 * share(l->full_unit_bytes, l->unit_used_bytes),
+	       (unsigned long long)l->kept_units, (unsigned long long)l->falls);
+}
+
+static void print_json(const struct sp_coverage *c, const char *comm, int live_rc,
+		       const struct sp_live *l)
 {
 	struct json j;
 
@@ -138,6 +183,40 @@ static void print_json(const struct sp_coverage *c, const char *comm)
 	json_int(&j, c->mappings);
 	json_key(&j, "comm");
 	json_string(&j, comm);
+	/* Under superpage run: its heap's account (null: none, or it cannot be read). */
+	json_key(&j, "heap");
+	if (live_rc < 0) {
+		json_null(&j);
+	} else {
+		static const enum sp_backing rungs[] = { SP_BACKING_4K, SP_BACKING_THP,
+							 SP_BACKING_2M, SP_BACKING_1G };
+		uint64_t now = sp_os->now_ns();
+		json_object_begin(&j);
+		json_key(&j, "age_s");
+		json_double(&j, now > l->at_ns ? (double)(now - l->at_ns) / 1e9 : 0);
+		const struct { const char *k; uint64_t v; } f[] = {
+			{ "in_use", l->in_use }, { "peak", l->peak_in_use }, { "mallocs", l->mallocs },
+			{ "frees", l->frees }, { "units_peak", l->units_peak },
+			{ "large_blocks", l->large_blocks }, { "large_bytes", l->large_bytes },
+			{ "released_units", l->released_units }, { "reused_units", l->reused_units },
+			{ "unit_used_bytes", l->unit_used_bytes },
+			{ "unit_free_bytes", l->unit_free_bytes },
+			{ "full_unit_bytes", l->full_unit_bytes }, { "kept_units", l->kept_units },
+			{ "falls", l->falls },
+		};
+		for (size_t k = 0; k < sizeof f / sizeof *f; k++) {
+			json_key(&j, f[k].k);
+			json_uint(&j, f[k].v);
+		}
+		json_key(&j, "units");
+		json_object_begin(&j);
+		for (size_t k = 0; k < sizeof rungs / sizeof *rungs; k++) {
+			json_key(&j, sp_backing_name(rungs[k]));
+			json_uint(&j, l->units[rungs[k]]);
+		}
+		json_object_end(&j);
+		json_object_end(&j);
+	}
 	json_object_end(&j);
 	json_end(&j);
 }
@@ -189,9 +268,13 @@ int cmd_stat(int argc, char **argv)
 		return cli_error(EXIT_FAIL, "cannot read process %d: %s", (int)pid, strerror(-rc));
 	}
 	read_comm(pid, comm, sizeof comm);
-	if (as_json)
-		print_json(&cov, comm);
-	else
+	struct sp_live live;
+	int live_rc = sp_live_read(pid, &live);
+	if (as_json) {
+		print_json(&cov, comm, live_rc, &live);
+	} else {
 		print_human(&cov, comm);
+		print_live_human(live_rc, &live);
+	}
 	return EXIT_OK;
 }

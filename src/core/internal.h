@@ -100,6 +100,33 @@ int sp_scan_u64(const char **s, uint64_t *out);
 
 
 
+/* ---- a heap's account while it runs (live.c) ----
+ * A process under superpage run publishes its heap's counts in a page of its own,
+ * for superpage stat. The layout is between this build's runtime and command. */
+#define SP_LIVE_NAME "superpage-live"
+#define SP_LIVE_VERSION 1
+struct sp_live {
+	uint32_t magic, version;
+	uint64_t seq;               /* odd while the page is being written */
+	int32_t pid;                /* the publisher (a forked child's copy says its parent) */
+	uint32_t reserved;
+	uint64_t at_ns;             /* CLOCK_MONOTONIC when published */
+	uint64_t in_use, peak_in_use, mallocs, frees;
+	uint64_t units[SP_BACKING_COUNT], units_peak;
+	uint64_t large_blocks, large_bytes, released_units, reused_units;
+	uint64_t unit_used_bytes, unit_free_bytes, full_unit_bytes, kept_units;
+	uint64_t falls;             /* rungs asked for and not had, all reasons */
+};
+/* The publisher's page, a private mapping of a memfd named SP_LIVE_NAME (the fd is
+ * closed at once); NULL if it cannot be had. */
+struct sp_live *sp_live_map(void);
+/* Copies *snap (magic, version and seq aside) into the page under its count. */
+void sp_live_put(struct sp_live *page, const struct sp_live *snap);
+/* The account pid published: 0; -ENOENT if it publishes none (not under superpage
+ * run, or not yet); -EACCES or -EPERM if its memory cannot be read; -ESRCH if it is
+ * gone; -EAGAIN if it kept changing while read. */
+int sp_live_read(pid_t pid, struct sp_live *out);
+
 /* ---- line reader over the seam (lines.c): no malloc, lines longer than the
  * buffer are cut (the rest is skipped) and flagged. ---- */
 #define SP_LINE_MAX 8192

@@ -38,6 +38,16 @@ static ssize_t real_read(int fd, void *buf, size_t len)
 	return sys_ret(r, e);
 }
 
+static ssize_t real_pread(int fd, void *buf, size_t len, off_t off)
+{
+	int e = errno;
+	long r;
+	do
+		r = syscall(SYS_pread64, fd, buf, len, off);
+	while (r < 0 && errno == EINTR);
+	return sys_ret(r, e);
+}
+
 static ssize_t real_write(int fd, const void *buf, size_t len)
 {
 	int e = errno;
@@ -136,6 +146,7 @@ static long real_page_size(void)
 const struct sp_os sp_os_real = {
 	.open = real_open,
 	.read = real_read,
+	.pread = real_pread,
 	.write = real_write,
 	.close = real_close,
 	.getdents = real_getdents,

@@ -11,6 +11,7 @@
 struct sp_os {
 	int (*open)(const char *path, int flags, int mode);
 	ssize_t (*read)(int fd, void *buf, size_t len);
+	ssize_t (*pread)(int fd, void *buf, size_t len, off_t off);
 	ssize_t (*write)(int fd, const void *buf, size_t len);
 	int (*close)(int fd);
 	/* getdents64: fills buf with struct linux_dirent64 records, returns bytes. */

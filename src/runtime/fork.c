@@ -144,6 +144,7 @@ static void fork_child(void)
 	brk_fork_child();
 	heap_fork_child();
 	pack_fork_child();
+	rt_live_fork_child();
 	shm_fork_after();
 	errno = e;
 }

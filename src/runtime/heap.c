@@ -46,6 +46,7 @@ static void start(void)
 		return;
 	}
 	atomic_store(&ready, 1);
+	rt_live_init();
 }
 
 bool rt_init(void)

@@ -59,6 +59,9 @@ static _Atomic(struct span *) *pagemap;
 static int32_t bucket_head[NBUCKET];
 static int32_t cache_head = NO_UNIT, cache_tail = NO_UNIT;
 static size_t cached, heap_units;
+/* The heap's own HEAP units (not a program's mappings): their free pages, and how
+ * many have none free; and the units that hold a program's mappings. */
+static size_t unit_free_pages, full_units, mapping_units;
 static enum sp_backing policy;            /* what units are asked to be */
 /* 2m or 1g: the rung the program's large mappings ask for (SP_BACKING_COUNT: none,
  * they are mapped by the kernel outside the range, see mmap.c). */
@@ -252,8 +255,16 @@ static enum sp_backing back_units(size_t u, size_t n)
 	return policy;
 }
 
+static _Atomic uint64_t st_unit_events; /* changes of units, for rt_live_tick */
+
+uint64_t pages_unit_events(void)
+{
+	return atomic_load_explicit(&st_unit_events, memory_order_relaxed);
+}
+
 static void count_units(enum sp_backing b, long n)
 {
+	atomic_fetch_add_explicit(&st_unit_events, 1, memory_order_relaxed);
 	st_units[b] += (uint64_t)n;
 	uint64_t total = 0;
 	for (int i = 0; i < SP_BACKING_COUNT; i++)
@@ -591,6 +602,26 @@ struct span *pages_lookup(const void *addr, bool *in_range)
 
 /* ---------- units for the page heap ---------- */
 
+/* Sets the count of free pages of a HEAP unit, keeping the totals of them. */
+static void set_nfree(struct unit *x, size_t n)
+{
+	if (!x->mapping) {
+		unit_free_pages += n - x->nfree;
+		full_units += (size_t)(n == 0) - (size_t)(x->nfree == 0);
+	}
+	x->nfree = (uint16_t)n;
+}
+
+/* A HEAP unit of the heap's own is empty and leaves it. */
+static void heap_unit_gone(struct unit *x)
+{
+	if (x->bucket != NO_BUCKET)
+		list_unlink(&bucket_head[x->bucket], NULL, (int32_t)(x - units));
+	x->bucket = NO_BUCKET;
+	unit_free_pages -= PAGES_PER_UNIT;
+	heap_units--;
+}
+
 /* FREE unit u joins the page heap, empty, with the backing it got. */
 static void heap_unit_init(size_t u, enum sp_backing got)
 {
@@ -599,6 +630,7 @@ static void heap_unit_init(size_t u, enum sp_backing got)
 	x->backing = (uint8_t)got;
 	x->resident = 1;
 	x->nfree = PAGES_PER_UNIT;
+	unit_free_pages += PAGES_PER_UNIT;
 	memset(x->free, 0xff, sizeof x->free);
 	x->bucket = NO_BUCKET;
 	heap_units++;
@@ -780,7 +812,7 @@ static bool take_pages(size_t p, size_t np, bool *clean)
 		size_t from, to;
 		unit_part(p, np, i, &from, &to);
 		bits_set(units[i].free, from, to - from, false);
-		units[i].nfree = (uint16_t)(units[i].nfree - (to - from));
+		set_nfree(&units[i], units[i].nfree - (to - from));
 		rebucket((int32_t)i);
 	}
 	*clean = fresh;
@@ -819,7 +851,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	if (u != NO_UNIT) {
 		struct unit *x = &units[u];
 		bits_set(x->free, at, npages, false);
-		x->nfree = (uint16_t)(x->nfree - npages);
+		set_nfree(x, x->nfree - npages);
 		rebucket(u);
 		p = (size_t)u * PAGES_PER_UNIT + at;
 	} else if (across && (npages > PAGES_PER_UNIT || cache_head == NO_UNIT)) {
@@ -833,7 +865,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		if (u == NO_UNIT)
 			goto fail;
 		bits_set(units[u].free, 0, npages, false);
-		units[u].nfree = (uint16_t)(PAGES_PER_UNIT - npages);
+		set_nfree(&units[u], PAGES_PER_UNIT - npages);
 		rebucket(u);
 		p = (size_t)u * PAGES_PER_UNIT;
 	}
@@ -849,6 +881,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		map_set(p, s);
 	pthread_mutex_unlock(&plock);
 	maybe_promote();
+	rt_live_tick();
 	return s;
 fail:
 	if (s)
@@ -876,6 +909,7 @@ static bool retire_units(size_t u, size_t n, struct release *rel)
 		 * what the program unmaps is given back, not kept resident. */
 		for (size_t i = u; i < u + n; i++)
 			units[i].mapping = 0;
+		mapping_units -= n;
 		if (!hugetlb)
 			sp_os->madvise((void *)unit_addr(u), n << UNIT_SHIFT, range_advice());
 	}
@@ -1040,17 +1074,14 @@ static bool free_pages(size_t p0, size_t n, struct release *rel)
 	size_t u = p0 / PAGES_PER_UNIT;
 	struct unit *x = &units[u];
 	bits_set(x->free, p0 % PAGES_PER_UNIT, n, true);
-	x->nfree = (uint16_t)(x->nfree + n);
+	set_nfree(x, x->nfree + n);
 	if (x->mapping)
 		return mapping_unit_freed(u, rel);
 	if (x->nfree < PAGES_PER_UNIT) {
 		rebucket((int32_t)u);
 		return false;
 	}
-	if (x->bucket != NO_BUCKET)
-		list_unlink(&bucket_head[x->bucket], NULL, (int32_t)u);
-	x->bucket = NO_BUCKET;
-	heap_units--;
+	heap_unit_gone(x);
 	return retire_units(u, 1, rel);
 }
 
@@ -1069,15 +1100,12 @@ static bool free_run(size_t p, size_t n, struct release *rel)
 		size_t from, to;
 		unit_part(p, n, u, &from, &to);
 		bits_set(x->free, from, to - from, true);
-		x->nfree = (uint16_t)(x->nfree + (to - from));
+		set_nfree(x, x->nfree + (to - from));
 		if (x->nfree < PAGES_PER_UNIT) {
 			rebucket((int32_t)u);
 			continue;
 		}
-		if (x->bucket != NO_BUCKET)
-			list_unlink(&bucket_head[x->bucket], NULL, (int32_t)u);
-		x->bucket = NO_BUCKET;
-		heap_units--;
+		heap_unit_gone(x);
 		if (e0 == SIZE_MAX)
 			e0 = u;
 		e1 = u + 1;
@@ -1125,6 +1153,7 @@ void pages_free(struct span *s)
 	pthread_mutex_unlock(&plock);
 	if (give_back)
 		release(&rel);
+	rt_live_tick();
 }
 
 void pages_range(uintptr_t *lo, uintptr_t *hi)
@@ -1580,6 +1609,7 @@ static struct span *range_alloc_large(size_t size, size_t align)
 	st_large_bytes += n << UNIT_SHIFT;
 	pthread_mutex_unlock(&plock);
 	maybe_promote();
+	rt_live_tick();
 	return s;
 }
 
@@ -2051,6 +2081,7 @@ static void mapping_unit_start(struct unit *x, enum sp_backing b)
 {
 	x->state = U_HEAP;
 	x->mapping = 1;
+	mapping_units++;
 	x->backing = (uint8_t)b;
 	x->resident = 1;
 	x->bucket = NO_BUCKET;
@@ -2073,7 +2104,7 @@ static void mapping_units_set(size_t at, size_t n, size_t np, enum sp_backing b,
 		mapping_unit_start(x, b);
 		memset(x->free, 0, sizeof x->free);
 		bits_set(x->free, used, PAGES_PER_UNIT - used, true);
-		x->nfree = (uint16_t)(PAGES_PER_UNIT - used);
+		set_nfree(x, PAGES_PER_UNIT - used);
 		heap_units++;
 		count_units(b, 1);
 		s->next = NULL;
@@ -2186,7 +2217,7 @@ bool pages_grow_mapping(uintptr_t end, size_t add)
 		 * change the protection of a mapping unit. */
 		struct unit *x = &units[u];
 		bits_set(x->free, off, here, false);
-		x->nfree = (uint16_t)(x->nfree - here);
+		set_nfree(x, x->nfree - here);
 		memset((void *)end, 0, here << PAGE_SHIFT);
 		for (size_t i = 0; i < here; i++)
 			map_set(lp + 1 + i, s);
@@ -2323,7 +2354,7 @@ int pages_fixed_into(uintptr_t addr, size_t len)
 		claim_units(u, 1);
 		mapping_unit_start(x, b);
 		memset(x->free, 0xff, sizeof x->free);
-		x->nfree = PAGES_PER_UNIT;
+		set_nfree(x, PAGES_PER_UNIT);
 		heap_units++;
 		count_units(b, 1);
 	}
@@ -2347,7 +2378,7 @@ int pages_fixed_into(uintptr_t addr, size_t len)
 		s->start = base + (i << PAGE_SHIFT);
 		s->npages = e - i;
 		bits_set(units[u].free, i % PAGES_PER_UNIT, e - i, false);
-		units[u].nfree = (uint16_t)(units[u].nfree - (e - i));
+		set_nfree(&units[u], units[u].nfree - (e - i));
 		pages_map_all(s);
 		i = e;
 	}
@@ -2362,7 +2393,7 @@ int pages_fixed_into(uintptr_t addr, size_t len)
 		for (size_t i = p0; i < p0 + s->npages; i++)
 			map_set(i, NULL);
 		bits_set(units[u].free, p0 % PAGES_PER_UNIT, s->npages, true);
-		units[u].nfree = (uint16_t)(units[u].nfree + s->npages);
+		set_nfree(&units[u], units[u].nfree + s->npages);
 		span_delete(s);
 		if (!taken)
 			release_emptied(p / PAGES_PER_UNIT,
@@ -2493,6 +2524,25 @@ int pages_advise(uintptr_t addr, size_t len, int advice)
 	return ret ? ret : hole ? -ENOMEM : 0;
 }
 
+/* The units' memory from the totals kept as it changes: no walk, so that the account
+ * a running program publishes (rt_live_tick) costs little. Under plock, or read
+ * without it for that account (a count a moment old at worst). */
+void pages_unit_account(struct rt_stats *st)
+{
+	size_t total = 0, heap = __atomic_load_n(&heap_units, __ATOMIC_RELAXED);
+	for (int b = 0; b < SP_BACKING_COUNT; b++)
+		total += __atomic_load_n(&st_units[b], __ATOMIC_RELAXED);
+	size_t large = total > heap ? total - heap : 0;
+	size_t own = heap - __atomic_load_n(&mapping_units, __ATOMIC_RELAXED);
+	size_t free_pages = __atomic_load_n(&unit_free_pages, __ATOMIC_RELAXED);
+	size_t used = own * PAGES_PER_UNIT - free_pages + large * PAGES_PER_UNIT;
+	st->unit_used_bytes = (uint64_t)used << PAGE_SHIFT;
+	st->unit_free_bytes = (uint64_t)free_pages << PAGE_SHIFT;
+	st->full_unit_bytes = (uint64_t)(__atomic_load_n(&full_units, __ATOMIC_RELAXED) + large)
+			      << UNIT_SHIFT;
+	st->kept_units = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+}
+
 void pages_stats(struct rt_stats *st)
 {
 	st->small_mmaps = atomic_load(&st_small_mmaps);
@@ -2506,17 +2556,7 @@ void pages_stats(struct rt_stats *st)
 	st->mremaps = st_mremaps;
 	st->released_units = st_released;
 	st->reused_units = st_reused;
-	st->kept_units = cached;
-	for (size_t u = 0; u < frontier; u++) {
-		const struct unit *x = &units[u];
-		size_t used = x->state == U_LARGE ? PAGES_PER_UNIT
-			    : x->state == U_HEAP && !x->mapping ? PAGES_PER_UNIT - x->nfree : 0;
-		st->unit_used_bytes += (uint64_t)used << PAGE_SHIFT;
-		if (x->state == U_HEAP && !x->mapping)
-			st->unit_free_bytes += (uint64_t)x->nfree << PAGE_SHIFT;
-		if (used == PAGES_PER_UNIT)
-			st->full_unit_bytes += UNIT_SIZE;
-	}
+	pages_unit_account(st);
 	st->small_mmap_bytes = st_small_mmap_pages << PAGE_SHIFT;
 	memcpy(st->falls, st_falls, sizeof st->falls);
 	pthread_mutex_unlock(&plock);
@@ -2532,6 +2572,7 @@ const char *pages_check(size_t *unit)
 {
 	const char *bad = NULL;
 	size_t n_heap = 0, n_cached = 0, used = 0, spanned = 0, bad_u = 0;
+	size_t own_free = 0, own_full = 0, n_map = 0;
 	uint64_t per[SP_BACKING_COUNT] = { 0 };
 	pthread_mutex_lock(&plock);
 	for (size_t u = 0; u < frontier && !bad; u++) {
@@ -2549,11 +2590,16 @@ const char *pages_check(size_t *unit)
 		if (x->state != U_HEAP || bad)
 			continue;
 		n_heap++;
+		n_map += x->mapping;
 		per[x->backing]++;
 		size_t nfree = 0;
 		for (size_t w = 0; w < PAGES_PER_UNIT / 64; w++)
 			nfree += (size_t)__builtin_popcountll(x->free[w]);
 		used += PAGES_PER_UNIT - nfree;
+		if (!x->mapping) {
+			own_free += nfree;
+			own_full += nfree == 0;
+		}
 		if (nfree != x->nfree)
 			bad = "a unit's count of free pages is wrong";
 		else if (!x->mapping && nfree == PAGES_PER_UNIT)
@@ -2574,6 +2620,8 @@ const char *pages_check(size_t *unit)
 		bad = "the empty cache's count is wrong";
 	if (!bad && n_heap != heap_units)
 		bad = "the count of the heap's units is wrong";
+	if (!bad && (own_free != unit_free_pages || own_full != full_units || n_map != mapping_units))
+		bad = "the totals of free pages, full units or mapping units are wrong";
 	for (int b = 0; b < SP_BACKING_COUNT && !bad; b++)
 		if (per[b] != st_units[b])
 			bad = "the count of units by backing is wrong";

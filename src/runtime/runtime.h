@@ -55,6 +55,14 @@ void rt_brk_stats(struct rt_stats *st);
 /* Writes the account of this process (stats + smaps coverage) to fd: a short text
  * report, or JSON when json is true. Called at exit when SUPERPAGE_STATS is set. */
 void rt_report(int fd, bool json);
+/* The heap's account for superpage stat (core's sp_live): its page had at start
+ * (rt_live_init), published at most every 0.1 s (rt_live_tick: after the page heap's
+ * allocations and frees, without its lock), a forked child's own (rt_live_fork_child). */
+void rt_live_init(void);
+void rt_live_tick(void);
+void rt_live_fork_child(void);
+/* A count that moves whenever units join or leave the heap (pages.c, lock-free). */
+uint64_t pages_unit_events(void);
 
 /* A one-line message on stderr, "superpage: ...", with write(2) only (no malloc,
  * no stdio): safe inside malloc. */

@@ -269,6 +269,69 @@ PY
 	fi
 }
 
+# A process under superpage run publishes its heap's account; stat reads it while the
+# process runs: 48 MiB of blocks in use, in units, on THP; a forked child its own. A
+# process not under superpage run has none (JSON heap null, no account line).
+test_stat_live() {
+	local name=stat_live pid child why
+	if ! have_python; then
+		skip $name "no python3 to run and to parse JSON"
+		return
+	fi
+	if [ ! -f "$B/libsuperpage-run.so" ]; then
+		skip $name "$B/libsuperpage-run.so is not built"
+		return
+	fi
+	"$SP" run --backing thp -- python3 -c '
+import os, sys, time
+x = [bytearray(1 << 20) for _ in range(48)]
+if os.fork() == 0:
+    y = [bytearray(1 << 20) for _ in range(24)]
+    print("child", os.getpid(), flush=True)
+    time.sleep(8)
+    os._exit(0)
+time.sleep(8)' >"$tmp/live_out" 2>"$tmp/live_err" &
+	pid=$!
+	for _ in $(seq 50); do
+		grep -q '^child ' "$tmp/live_out" && break
+		sleep 0.1
+	done
+	sleep 0.5
+	child=$(awk '/^child / { print $2 }' "$tmp/live_out")
+	sp stat --json $pid
+	cp "$tmp/out" "$tmp/live_parent.json"
+	sp stat --json "${child:-0}"
+	cp "$tmp/out" "$tmp/live_child.json"
+	sp stat $pid
+	cp "$tmp/out" "$tmp/live_parent.txt"
+	sp stat --json $$
+	cp "$tmp/out" "$tmp/live_shell.json"
+	kill "$pid" "${child:-}" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	why=$(python3 - "$tmp" <<'PY' 2>&1
+import json, sys
+t = sys.argv[1]
+def load(n):
+    try: return json.load(open(t + "/" + n))
+    except Exception as e: print("%s: %s" % (n, e)); sys.exit()
+p, c, sh = load("live_parent.json"), load("live_child.json"), load("live_shell.json")
+MB = 1 << 20
+for who, d, want in (("parent", p, 48 * MB), ("child", c, 72 * MB)):
+    h = d.get("heap")
+    if not h: print("%s: no heap account" % who); sys.exit()
+    if not want <= h["in_use"] < want + 24 * MB: print("%s: in_use %d" % (who, h["in_use"])); sys.exit()
+    if h["unit_used_bytes"] < want or h["units"]["thp"] * 2 * MB < h["unit_used_bytes"]:
+        print("%s: units %r, %d in them" % (who, h["units"], h["unit_used_bytes"])); sys.exit()
+    if not 0 <= h["age_s"] < 10: print("%s: age %r" % (who, h["age_s"])); sys.exit()
+if sh.get("heap", 0) is not None: print("a shell not under superpage run: heap %r" % sh.get("heap"))
+PY
+)
+	if [ -z "$why" ] && ! grep -qE '^  heap \(superpage run, [0-9.]+ s ago\): [0-9.]+ MiB in use' "$tmp/live_parent.txt"; then
+		why="no account line: $(tail -n 3 "$tmp/live_parent.txt" | tr '\n' ' ')"
+	fi
+	if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
+}
+
 # Starts hold_hugetlb with its stdin on a fifo we hold open. Leaves hold_pid.
 start_hold() {
 	mkfifo "$tmp/hold_in"
@@ -479,6 +542,7 @@ test_write_error
 test_status_json
 test_status_human
 test_stat_self
+test_stat_live
 test_stat_hugetlb
 test_pool_roundtrip
 test_pool_set

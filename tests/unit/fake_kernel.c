@@ -489,6 +489,26 @@ static ssize_t fk_read(int fd, void *buf, size_t len)
 	return ret;
 }
 
+static ssize_t fk_pread(int fd, void *buf, size_t len, off_t off)
+{
+	ssize_t ret;
+	LOCK();
+	struct fd *d = fd_of(fd);
+	if (!d || d->kind != FD_FILE) {
+		ret = d ? -EISDIR : -EBADF;
+	} else if (off < 0) {
+		ret = -EINVAL;
+	} else {
+		size_t at = (size_t)off < d->len ? (size_t)off : d->len;
+		size_t n = d->len - at < len ? d->len - at : len;
+		if (n)
+			memcpy(buf, d->data + at, n);
+		ret = (ssize_t)n;
+	}
+	UNLOCK();
+	return ret;
+}
+
 static int parse_long(const char *buf, size_t len, long *out)
 {
 	char tmp[32], *end;
@@ -865,6 +885,7 @@ static int fk_mremap(void *old, size_t old_len, size_t new_len, int flags, void 
 const struct sp_os fk_os = {
 	.open = fk_open,
 	.read = fk_read,
+	.pread = fk_pread,
 	.write = fk_write,
 	.close = fk_close,
 	.getdents = fk_getdents,

@@ -1,0 +1,104 @@
+/* live.c - a heap's account, published by a process under superpage run for
+ * superpage stat to read while it runs: one page, a private mapping of a memfd named
+ * SP_LIVE_NAME (so that it shows by name in /proc/PID/maps, and a forked child writes
+ * its own copy), read through /proc/PID/mem. A sequence count, odd while the page is
+ * written, lets the reader take a consistent copy without a lock. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define LIVE_MAGIC 0x53504c56u /* "SPLV" */
+#define LIVE_PAGE 4096
+
+struct sp_live *sp_live_map(void)
+{
+	static const char zero[LIVE_PAGE];
+	int fd = sp_os->memfd_create(SP_LIVE_NAME, MFD_CLOEXEC);
+	void *p = NULL;
+	if (fd < 0)
+		return NULL;
+	if (sp_os->write(fd, zero, sizeof zero) != (ssize_t)sizeof zero ||
+	    sp_os->mmap(NULL, LIVE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0, &p) < 0)
+		p = NULL;
+	sp_os->close(fd);
+	return p;
+}
+
+void sp_live_put(struct sp_live *page, const struct sp_live *snap)
+{
+	uint64_t seq = __atomic_load_n(&page->seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&page->seq, seq | 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	struct sp_live body = *snap;
+	body.magic = LIVE_MAGIC;
+	body.version = SP_LIVE_VERSION;
+	body.seq = seq | 1;
+	memcpy(page, &body, sizeof body);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&page->seq, (seq | 1) + 1, __ATOMIC_RELAXED);
+}
+
+/* The start of the mapping named SP_LIVE_NAME in /proc/PID/maps, or -errno. */
+static int live_find(pid_t pid, uint64_t *at)
+{
+	char path[64];
+	struct sp_lines l;
+	const char *line;
+	int r, found = -ENOENT;
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	int fd = sp_os->open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	sp_lines_init(&l, fd);
+	while (found == -ENOENT && (r = sp_lines_next(&l, &line)) > 0) {
+		char *end;
+		*at = strtoull(line, &end, 16);
+		if (end > line && *end == '-' && strstr(line, "/memfd:" SP_LIVE_NAME))
+			found = 0;
+	}
+	sp_os->close(fd);
+	return found;
+}
+
+int sp_live_read(pid_t pid, struct sp_live *out)
+{
+	uint64_t at;
+	char path[64];
+	int r = live_find(pid, &at);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+	int fd = sp_os->open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	r = -EAGAIN;
+	for (int tries = 0; tries < 16 && r == -EAGAIN; tries++) {
+		uint64_t seq;
+		ssize_t n = sp_os->pread(fd, out, sizeof *out, (off_t)at);
+		if (n < 0) {
+			r = (int)n;
+			break;
+		}
+		if (n != (ssize_t)sizeof *out || out->magic != LIVE_MAGIC ||
+		    out->version != SP_LIVE_VERSION) {
+			r = -ENOENT;
+			break;
+		}
+		/* The count again: unchanged and even, the copy is whole. */
+		if ((out->seq & 1) == 0 &&
+		    sp_os->pread(fd, &seq, sizeof seq, (off_t)(at + offsetof(struct sp_live, seq))) ==
+			    (ssize_t)sizeof seq && seq == out->seq)
+			r = 0;
+	}
+	sp_os->close(fd);
+	/* (A forked child that has not published yet holds its parent's copy.) */
+	if (r == 0 && out->pid != (int32_t)pid)
+		r = -ENOENT;
+	return r;
+}
