@@ -861,25 +861,82 @@ static long fk_page_size(void)
 	return PAGE;
 }
 
-/* The core's probe and ladder never call these; the runtime does, on the real kernel. */
+/* The runtime's page heap calls these (test_pages_fake): done on real memory, and
+ * tracked as the kernel would (a protection per part, mappings that move). */
 static int fk_mprotect(void *addr, size_t len, int prot)
 {
-	(void)addr;
-	(void)len;
-	(void)prot;
-	return -ENOSYS;
+	uintptr_t lo = (uintptr_t)addr, hi = lo + (len + PAGE - 1) / PAGE * PAGE;
+	int ret = 0;
+	LOCK();
+	if (lo % PAGE || hi < lo) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (mprotect(addr, hi - lo, prot) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	map_split(lo);
+	map_split(hi);
+	for (int i = 0; i < fk.n_maps; i++)
+		if (fk.maps[i].start >= lo && fk.maps[i].end <= hi)
+			fk.maps[i].prot = prot;
+out:
+	UNLOCK();
+	return ret;
 }
 
 static int fk_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr,
 		     void **out)
 {
-	(void)old;
-	(void)old_len;
-	(void)new_len;
-	(void)flags;
-	(void)new_addr;
-	(void)out;
-	return -ENOSYS;
+	uintptr_t lo = (uintptr_t)old, hi = lo + old_len;
+	int ret = 0;
+	LOCK();
+	void *r = mremap(old, old_len, new_len, flags, new_addr);
+	if (r == MAP_FAILED) {
+		ret = -errno;
+		goto out;
+	}
+	uintptr_t to = (uintptr_t)r;
+	/* What was at the new place is gone (not unmapped again: mremap did that). */
+	map_untrack(to, to + new_len, false);
+	map_split(lo);
+	map_split(hi);
+	/* The records of [lo, hi) move by (to - lo), their pool pages with them; with
+	 * MREMAP_DONTUNMAP the old range stays mapped, empty and plain. */
+	int k = 0;
+	struct map *moving = malloc((size_t)(fk.n_maps + 1) * sizeof *moving);
+	if (!moving)
+		die("no memory");
+	for (int i = 0; i < fk.n_maps;) {
+		struct map *m = &fk.maps[i];
+		if (m->start < lo || m->end > hi || m->stale) {
+			i++;
+			continue;
+		}
+		moving[k++] = *m;
+		if (flags & MREMAP_DONTUNMAP) {
+			m->hpage = 0;
+			m->resident = m->huge = m->populated = false;
+			i++;
+		} else {
+			memmove(m, m + 1, (size_t)(fk.n_maps - i - 1) * sizeof *m);
+			fk.n_maps--;
+		}
+	}
+	for (int i = 0; i < k; i++) {
+		moving[i].start = to + (moving[i].start - lo);
+		moving[i].end = to + (moving[i].end - lo);
+		if (moving[i].end > to + new_len)
+			moving[i].end = to + new_len;
+		if (moving[i].start < moving[i].end)
+			map_add(&moving[i]);
+	}
+	free(moving);
+	*out = r;
+out:
+	UNLOCK();
+	return ret;
 }
 
 const struct sp_os fk_os = {
