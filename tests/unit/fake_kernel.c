@@ -54,6 +54,7 @@ static struct {
 	int write_err, fail_next_n, fail_next_err;
 	int mmap_calls, munmap_calls, noreserve, last_flags, huge_calls[64];
 	int madv_err[128], madv_calls[128];
+	int mremap_err;
 	bool thp_on_fault;
 	size_t thp_fault_limit;
 	char err_path[256];
@@ -892,6 +893,10 @@ static int fk_mremap(void *old, size_t old_len, size_t new_len, int flags, void 
 	uintptr_t lo = (uintptr_t)old, hi = lo + old_len;
 	int ret = 0;
 	LOCK();
+	if (fk.mremap_err) {
+		ret = -fk.mremap_err;
+		goto out;
+	}
 	void *r = mremap(old, old_len, new_len, flags, new_addr);
 	if (r == MAP_FAILED) {
 		ret = -errno;
@@ -1221,6 +1226,7 @@ int fk_madvise_calls(int advice) { return advice >= 0 && advice < 128 ? fk.madv_
 void fk_thp_on_fault(bool on) { fk.thp_on_fault = on; }
 void fk_thp_fault_limit(size_t bytes) { fk.thp_fault_limit = bytes; }
 void fk_collapse(int err) { fk.collapse_err = err; }
+void fk_mremap_fail(int err) { fk.mremap_err = err; }
 void fk_prctl_thp(int value) { fk.prctl_thp = value; }
 void fk_memfd_error(int err) { fk.memfd_err = err; }
 int fk_memfd_calls(void) { return fk.memfd_calls; }

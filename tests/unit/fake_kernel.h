@@ -97,6 +97,8 @@ void fk_thp_on_fault(bool on);
 void fk_thp_fault_limit(size_t bytes);
 /* MADV_COLLAPSE: 0 succeeds and marks huge; else fails with -err (EINVAL: unknown). */
 void fk_collapse(int err);
+/* mremap fails with -err, moving nothing (0: it moves real memory and its records). */
+void fk_mremap_fail(int err);
 
 /* ---- the rest ---- */
 /* Zeroes the call counters (mmap, munmap, madvise, memfd, NORESERVE). */

@@ -696,6 +696,7 @@ static void test_hugetlb_into_refused_move(void)
 	fk_reset();
 	fk_machine_default();
 	fk_pool(M2, 8, 8);
+	fk_mremap_fail(ENOMEM); /* every move refused */
 	void *r;
 	CHECK_EQ(fk_os.mmap(NULL, 3 * M2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 			    -1, 0, &r), 0);
@@ -718,6 +719,7 @@ static void test_hugetlb_into_refused_move(void)
 	CHECK(fk_map_find((void *)at2, &mi) == 0 && mi.start == at2 && mi.hpage == 0);
 	CHECK_EQ(fk_pool_free(M2), 7);
 	fk_os.munmap((void *)at, 2 * M2);
+	fk_mremap_fail(0);
 	fk_uninstall();
 }
 
