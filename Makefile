@@ -102,7 +102,7 @@ CLI_STATIC := $(if $(SAN),,-static)
 $(CLI): $(CLI_OBJ) $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) $(CLI_STATIC) -o $@ $(CLI_OBJ) $(LIB_A) $(LIBS) -lm
 
-$(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) $(RT_A) tests/check.h
+$(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) $(RT_A) tests/check.h $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -Isrc/runtime -o $@ $< $(UNIT_HELP_OBJ) $(RT_A) $(LIB_A) $(LIBS)
 

@@ -15,6 +15,7 @@
 #include "check.h"
 #include "fake_kernel.h"
 #include "heap.h"
+#include "heapseq.h"
 
 #define NSLOT 48
 #define STEPS 3000
@@ -30,50 +31,14 @@ __attribute__((constructor(101))) static void on_fake_kernel(void)
 	setenv("SUPERPAGE_BACKING", "2m", 1);
 }
 
-struct blk { unsigned char *p; size_t len; unsigned char tag; };
-static struct blk slot[NSLOT];
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static uint64_t rnd(void)
-{
-	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-	return rng >> 11;
-}
-
-static size_t some_size(void)
-{
-	uint64_t r = rnd(), k = r % 100;
-	if (k < 45)
-		return 1 + (r >> 8) % SMALL_MAX;
-	if (k < 75)
-		return SMALL_MAX + 1 + (r >> 8) % (MEDIUM_MAX - SMALL_MAX);
-	if (k < 95)
-		return MEDIUM_MAX + 1 + (r >> 8) % (6 * MB);
-	return ((r >> 8) % 4 + 1) * 2 * MB;
-}
-
-static bool intact(const struct blk *b, size_t len)
-{
-	for (size_t i = 0; i < len; i += 4096)
-		if (b->p[i] != b->tag)
-			return false;
-	return len < b->len || b->p[b->len - 1] == b->tag;
-}
-
-static void mark(struct blk *b)
-{
-	for (size_t i = 0; i < b->len; i += 4096)
-		b->p[i] = b->tag;
-	b->p[b->len - 1] = b->tag;
-}
-
 static void test_random_on_fake_pool(void)
 {
+	static struct blk slot[NSLOT];
+	struct heapseq q = { slot, NSLOT, 0x2545f4914f6cdd1dull, 7 * MB, 0, 0 };
+	bool ok = true;
+	size_t fell = 0;
 	CHECK(rt_init());
-	unsigned bad_bytes = 0, failed = 0;
-	const char *why = NULL;
-	size_t where = 0, fell = 0;
-	for (unsigned step = 0; step < STEPS && !why; step++) {
+	for (unsigned step = 0; step < STEPS && ok; step++) {
 		/* The pool refuses every map for a while; then madvise fails for a while. */
 		if (step == STEPS / 3)
 			fk_mmap_fail_huge(2 * MB, ENOMEM);
@@ -83,55 +48,17 @@ static void test_random_on_fake_pool(void)
 		}
 		if (step == 2 * STEPS / 3)
 			fk_madvise_fail(MADV_DONTNEED, 0);
-		struct blk *b = &slot[rnd() % NSLOT];
-		uint64_t op = rnd() % 10;
-		if (!b->p) {
-			b->len = some_size();
-			b->tag = (unsigned char)(1 + rnd() % 255);
-			b->p = op < 2 ? rt_calloc(1, b->len) : rt_malloc(b->len);
-			if (!b->p) {
-				failed++;
-				continue;
-			}
-			if (op < 2)
-				for (size_t i = 0; i < b->len; i += 4096)
-					bad_bytes += b->p[i] != 0;
-			mark(b);
-		} else if (op < 5) {
-			bad_bytes += !intact(b, b->len);
-			rt_free(b->p);
-			b->p = NULL;
-		} else {
-			size_t len = op < 8 ? b->len + (rnd() % (b->len / 4 + 2)) : some_size();
-			unsigned char *q = rt_realloc(b->p, len);
-			if (!q) {
-				failed++;
-				continue;
-			}
-			b->p = q;
-			bad_bytes += !intact(b, len < b->len ? len : b->len);
-			b->len = len;
-			mark(b);
-		}
-		if ((why = pages_check(&where)) != NULL)
-			fprintf(stderr, "  step %u: %s (unit %zu)\n", step, why, where);
+		seq_step(&q);
+		ok = seq_consistent(step);
 	}
 	struct rt_stats st;
 	rt_stats_get(&st);
 	for (int f = 0; f < SP_FALL_COUNT; f++)
 		fell += st.falls[SP_BACKING_2M][f];
-	for (unsigned i = 0; i < NSLOT; i++) {
-		if (slot[i].p) {
-			bad_bytes += !intact(&slot[i], slot[i].len);
-			rt_free(slot[i].p);
-			slot[i].p = NULL;
-		}
-	}
-	if (!why && (why = pages_check(&where)) != NULL)
-		fprintf(stderr, "  at the end: %s (unit %zu)\n", why, where);
-	CHECK(why == NULL);
-	CHECK_EQ(bad_bytes, 0);
-	CHECK_EQ(failed, 0);
+	seq_free_all(&q);
+	CHECK(ok && seq_consistent(STEPS));
+	CHECK_EQ(q.bad_bytes, 0);
+	CHECK_EQ(q.failed, 0);
 	/* Units were had from the pool, and the pool ran out or refused. */
 	CHECK(st.units_peak > 0);
 	CHECK(fell > 0);
