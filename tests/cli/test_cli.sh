@@ -273,13 +273,18 @@ PY
 # process runs: 48 MiB of blocks in use, in units, on THP; a forked child its own. A
 # process not under superpage run has none (JSON heap null, no account line).
 test_stat_live() {
-	local name=stat_live pid child why
+	local name=stat_live pid child why no_preload
 	if ! have_python; then
 		skip $name "no python3 to run and to parse JSON"
 		return
 	fi
 	if [ ! -f "$B/libsuperpage-run.so" ]; then
 		skip $name "$B/libsuperpage-run.so is not built"
+		return
+	fi
+	no_preload=$(preload_blocker "$B" "$B/libsuperpage-run.so")
+	if [ -n "$no_preload" ]; then
+		skip $name "$no_preload"
 		return
 	fi
 	"$SP" run --backing thp -- python3 -c '
