@@ -233,9 +233,6 @@ void shm_fork_after(void);
 void pages_lock(void);
 void pages_unlock(void);
 void pages_stats(struct rt_stats *st);
-/* Just the units' memory (unit_*_bytes, full_unit_bytes, kept_units), without the
- * lock: for rt_live_tick. */
-void pages_unit_account(struct rt_stats *st);
 /* Counts a program's mmap served by mmap.c (large: aligned; else from units). */
 void pages_note_mmap(bool large);
 /* Counts (and says) a fall of mmap.c's, with the heap's. */

@@ -666,12 +666,12 @@ static int32_t take_unit(void)
 }
 
 /* ---------- runs across units ----------
- * A medium or long block whose run no unit's free pages hold is placed across units:
- * in the free tail of a HEAP unit, whole FREE units, and the free head of the next
- * HEAP unit, so that blocks of any size pack against their neighbours and only the
- * last unit of a stretch is partly used (a unit touched once is resident whole on
- * THP: blocks of 300 KB in units of their own left 12% of each unit unused, blocks
- * of 1 MiB + 1 B half of it). */
+ * A block or a span of objects whose run no unit's free pages hold is placed across
+ * units: in the free tail of a HEAP unit, whole FREE units, and the free head of the
+ * next HEAP unit, so that blocks of any size pack against their neighbours and only
+ * the last unit of a stretch is partly used (a unit touched once is resident whole
+ * on THP: blocks of 300 KB in units of their own left 12% of each unit unused,
+ * blocks of 1 MiB + 1 B half of it). */
 
 /* A HEAP unit whose free pages a run may take: the heap's, not a program's mapping. */
 static bool joinable(size_t u)
@@ -2524,23 +2524,19 @@ int pages_advise(uintptr_t addr, size_t len, int advice)
 	return ret ? ret : hole ? -ENOMEM : 0;
 }
 
-/* The units' memory from the totals kept as it changes: no walk, so that the account
- * a running program publishes (rt_live_tick) costs little. Under plock, or read
- * without it for that account (a count a moment old at worst). */
-void pages_unit_account(struct rt_stats *st)
+/* The units' memory, from the totals kept as it changes: no walk, so that the account
+ * a running program publishes (rt_live_tick) costs little. Under plock. */
+static void unit_account(struct rt_stats *st)
 {
-	size_t total = 0, heap = __atomic_load_n(&heap_units, __ATOMIC_RELAXED);
+	size_t total = 0;
 	for (int b = 0; b < SP_BACKING_COUNT; b++)
-		total += __atomic_load_n(&st_units[b], __ATOMIC_RELAXED);
-	size_t large = total > heap ? total - heap : 0;
-	size_t own = heap - __atomic_load_n(&mapping_units, __ATOMIC_RELAXED);
-	size_t free_pages = __atomic_load_n(&unit_free_pages, __ATOMIC_RELAXED);
-	size_t used = own * PAGES_PER_UNIT - free_pages + large * PAGES_PER_UNIT;
-	st->unit_used_bytes = (uint64_t)used << PAGE_SHIFT;
-	st->unit_free_bytes = (uint64_t)free_pages << PAGE_SHIFT;
-	st->full_unit_bytes = (uint64_t)(__atomic_load_n(&full_units, __ATOMIC_RELAXED) + large)
-			      << UNIT_SHIFT;
-	st->kept_units = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+		total += st_units[b];
+	size_t large = total - heap_units, own = heap_units - mapping_units;
+	st->unit_used_bytes = (uint64_t)((own + large) * PAGES_PER_UNIT - unit_free_pages)
+			      << PAGE_SHIFT;
+	st->unit_free_bytes = (uint64_t)unit_free_pages << PAGE_SHIFT;
+	st->full_unit_bytes = (uint64_t)(full_units + large) << UNIT_SHIFT;
+	st->kept_units = cached;
 }
 
 void pages_stats(struct rt_stats *st)
@@ -2556,7 +2552,7 @@ void pages_stats(struct rt_stats *st)
 	st->mremaps = st_mremaps;
 	st->released_units = st_released;
 	st->reused_units = st_reused;
-	pages_unit_account(st);
+	unit_account(st);
 	st->small_mmap_bytes = st_small_mmap_pages << PAGE_SHIFT;
 	memcpy(st->falls, st_falls, sizeof st->falls);
 	pthread_mutex_unlock(&plock);
