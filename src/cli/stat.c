@@ -100,12 +100,14 @@ static void print_human(const struct sp_coverage *c, const char *comm)
 	}
 }
 
+/* The backings of 2 MiB units, in the order the account lists them. */
+static const enum sp_backing rungs[] = { SP_BACKING_4K, SP_BACKING_THP, SP_BACKING_2M,
+					 SP_BACKING_1G };
+
 /* The account a process under superpage run publishes (rc: sp_live_read's). */
 static void print_live_human(int rc, const struct sp_live *l)
 {
 	char a[32], b[32];
-	static const enum sp_backing rungs[] = { SP_BACKING_4K, SP_BACKING_THP, SP_BACKING_2M,
-						 SP_BACKING_1G };
 	if (rc == -EACCES || rc == -EPERM) {
 		printf("\n  its heap's account (superpage run): cannot read its memory (%s; run as "
 		       "root)\n", strerror(-rc));
@@ -188,8 +190,6 @@ static void print_json(const struct sp_coverage *c, const char *comm, int live_r
 	if (live_rc < 0) {
 		json_null(&j);
 	} else {
-		static const enum sp_backing rungs[] = { SP_BACKING_4K, SP_BACKING_THP,
-							 SP_BACKING_2M, SP_BACKING_1G };
 		uint64_t now = sp_os->now_ns();
 		json_object_begin(&j);
 		json_key(&j, "age_s");

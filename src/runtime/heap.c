@@ -591,9 +591,8 @@ static size_t span_usable(const struct span *s)
 /* A block above SMALL_MAX: a run of pages, or whole units (whole: always units). */
 static void *big_alloc(size_t size, size_t align, bool *clean, bool whole)
 {
-	struct span *s;
+	struct span *s = NULL;
 	bool run = !whole && pages_is_run(size, align);
-	s = NULL;
 	if (run) {
 		size_t np = (size + PAGE_SIZE - 1) >> PAGE_SHIFT;
 		s = pages_alloc_run(np, align > PAGE_SIZE ? align >> PAGE_SHIFT : 1, SPAN_MEDIUM);

@@ -1517,12 +1517,18 @@ static void outside_free(struct span *s)
 	sp_os->munmap((void *)a, len);
 }
 
+/* What whole units would add to a block of size bytes, over its whole pages (*len). */
+static size_t unit_rounding(size_t size, size_t *len)
+{
+	*len = page_up(size);
+	return ((size + UNIT_SIZE - 1) & ~(UNIT_SIZE - 1)) - *len;
+}
+
 /* Tight: whole units would round the block up by more than an eighth. */
 static bool rounds_badly(size_t size)
 {
-	size_t len = (size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
-	size_t units_len = (size + UNIT_SIZE - 1) & ~(UNIT_SIZE - 1);
-	return tight && units_len - len > len / 8;
+	size_t len, more = unit_rounding(size, &len);
+	return tight && more > len / 8;
 }
 
 /* ---------- large blocks: runs of whole units ---------- */
@@ -1624,9 +1630,8 @@ bool pages_is_run(size_t size, size_t align)
 		return align <= UNIT_SIZE;
 	if (tight || align > PAGE_SIZE || size > LONG_MAX_BYTES)
 		return false;
-	size_t len = (size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
-	size_t units_len = (size + UNIT_SIZE - 1) & ~(UNIT_SIZE - 1);
-	return (units_len - len) * 64 > len;
+	size_t len, more = unit_rounding(size, &len);
+	return more * 64 > len;
 }
 
 struct span *pages_alloc_large(size_t size, size_t align)
@@ -2562,8 +2567,8 @@ void pages_stats(struct rt_stats *st)
 
 /* Recomputes what the page heap keeps counted and listed, from the units' bitmaps
  * and the page map, and compares: the first difference found (*unit: where), or
- * NULL. For the
- * tests, after each step of a random sequence; it walks every page, under plock. */
+ * NULL. For the tests, after each step of a random sequence; it walks every page,
+ * under plock. */
 const char *pages_check(size_t *unit)
 {
 	const char *bad = NULL;

@@ -56,8 +56,9 @@ void rt_brk_stats(struct rt_stats *st);
  * report, or JSON when json is true. Called at exit when SUPERPAGE_STATS is set. */
 void rt_report(int fd, bool json);
 /* The heap's account for superpage stat (core's sp_live): its page had at start
- * (rt_live_init), published at most every 0.1 s (rt_live_tick: after the page heap's
- * allocations and frees, without its lock), a forked child's own (rt_live_fork_child). */
+ * (rt_live_init), published when units change and every 0.1 s (rt_live_tick: after
+ * the page heap's allocations and frees, without its lock), a forked child's own
+ * (rt_live_fork_child). */
 void rt_live_init(void);
 void rt_live_tick(void);
 void rt_live_fork_child(void);
