@@ -34,6 +34,7 @@ static void start(void)
 {
 	sp_options_from_env(&options, warn_option, NULL);
 	classes_init();
+	fit_init();
 	const unsigned char *rnd = (const unsigned char *)getauxval(AT_RANDOM);
 	uintptr_t k = 0x9e3779b97f4a7c15ull;
 	if (rnd)
@@ -446,6 +447,7 @@ static void thread_exit(void *arg)
 		t->head[c] = t->spare[c] = NULL;
 	}
 	memset(t->room, 0, sizeof t->room);
+	count_by(t, -(int64_t)fit_cache_flush(true));
 	flush_counts(t, true);
 	t->state = TC_DEAD;
 	owner_release(t->owner);
@@ -609,6 +611,35 @@ static void *big_alloc(size_t size, size_t align, bool *clean, bool whole)
 	return (void *)s->start;
 }
 
+/* Counts a malloc or free of a fitted block, and the bytes it took out of its arena
+ * (or gave back): on the thread's own counts while its cache is live. */
+static void count_fit(bool is_malloc, int64_t bytes)
+{
+	struct tcache *t = tc_get();
+	count_by(t, bytes);
+	if (!t) {
+		atomic_fetch_add_explicit(is_malloc ? &g_mallocs : &g_frees, 1, memory_order_relaxed);
+		return;
+	}
+	if (is_malloc)
+		t->d_mallocs++;
+	else
+		t->d_frees++;
+	flush_counts(t, false);
+}
+
+/* A block above FIT_MIN and below FIT_MAX, fitted to 64 bytes (fit.c), from the
+ * thread's cache or the arena of its slot. */
+static void *fit_block(size_t size)
+{
+	size_t fresh;
+	struct tcache *t = tc_get();
+	void *p = fit_alloc(size, t && t->owner ? t->owner - 1 : 0, &fresh);
+	if (p)
+		count_fit(true, (int64_t)fresh);
+	return p;
+}
+
 static void *alloc(size_t size, bool *clean)
 {
 	if (__builtin_expect(atomic_load_explicit(&ready, memory_order_acquire) != 1, 0) &&
@@ -616,8 +647,10 @@ static void *alloc(size_t size, bool *clean)
 		return NULL;
 	if (clean)
 		*clean = false;
-	if (size <= SMALL_MAX)
+	if (size <= FIT_MIN)
 		return small_alloc(class_of(size ? size : 1));
+	if (size < FIT_MAX)
+		return fit_block(size);
 	return big_alloc(size, PAGE_SIZE, clean, false);
 }
 
@@ -634,7 +667,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t size)
  * Anything else (an empty cache, a big block, the first call) goes the long way. */
 void *rt_malloc(size_t size)
 {
-	if (__builtin_expect(size <= SMALL_MAX, 1)) {
+	if (__builtin_expect(size <= FIT_MIN, 1)) {
 		void *o = tc_pop(class_of(size));
 		if (__builtin_expect(o != NULL, 1))
 			return o;
@@ -654,7 +687,7 @@ static struct span *block_span(const void *p)
 		return s;
 	}
 	if (!s || s->magic != SPAN_MAGIC || s->kind == SPAN_MMAP ||
-	    (s->kind != SPAN_SMALL && (uintptr_t)p != s->start))
+	    (s->kind != SPAN_SMALL && s->kind != SPAN_FIT && (uintptr_t)p != s->start))
 		rt_abort("free(): invalid pointer %p", p);
 	return s;
 }
@@ -666,6 +699,10 @@ static __attribute__((noinline)) void big_free(void *p)
 		return;
 	if (s->kind == SPAN_SMALL) {
 		small_free((s->cls + 1u) << 8 | (unsigned)(((uintptr_t)p - s->start) >> PAGE_SHIFT), p);
+		return;
+	}
+	if (s->kind == SPAN_FIT) {
+		count_fit(false, -(int64_t)fit_free(s, p));
 		return;
 	}
 	count_out(-(int64_t)span_usable(s));
@@ -708,6 +745,8 @@ size_t rt_usable_size(const void *p)
 	if (!p)
 		return 0;
 	struct span *s = block_span(p);
+	if (s && s->kind == SPAN_FIT)
+		return fit_usable(s, p, "malloc_usable_size");
 	return s ? span_usable(s) : 0;
 }
 
@@ -739,9 +778,15 @@ void *rt_realloc(void *p, size_t size)
 			errno = ENOMEM; /* not ours: we cannot know its size */
 			return NULL;
 		}
-		have = span_usable(s);
+		have = s->kind == SPAN_FIT ? fit_usable(s, p, "realloc") : span_usable(s);
 	}
-	if (s && (s->kind == SPAN_LARGE || s->kind == SPAN_OUTSIDE) && size > MEDIUM_MAX) {
+	if (s && s->kind == SPAN_FIT && fit_size(size)) {
+		size_t now;
+		if (fit_resize(s, p, size, &now)) {
+			count_out((int64_t)now - (int64_t)have);
+			return p;
+		}
+	} else if (s && (s->kind == SPAN_LARGE || s->kind == SPAN_OUTSIDE) && size > MEDIUM_MAX) {
 		size_t before = have;
 		if (pages_resize_large(s, size)) {
 			count_out((int64_t)span_usable(s) - (int64_t)before);
@@ -783,7 +828,9 @@ void *rt_memalign(size_t align, size_t size)
 		return NULL;
 	}
 	void *p = NULL;
-	if (size <= SMALL_MAX && align <= PAGE_SIZE) {
+	if (align <= 64 && fit_size(size)) {
+		p = fit_block(size); /* (blocks are fitted to 64 bytes) */
+	} else if (size <= SMALL_MAX && align <= PAGE_SIZE) {
 		/* A class whose size is a multiple of align: its objects are aligned, since
 		 * spans start on a page. */
 		size_t want = size > align ? size : align;
@@ -810,6 +857,7 @@ void heap_fork_prepare(void)
 		pthread_mutex_lock(&owners[i].lock);
 	for (unsigned c = 0; c < NCLASS; c++)
 		pthread_mutex_lock(&central[c].lock);
+	fit_lock();
 	pages_lock();
 	pages_fork_prepare();
 }
@@ -817,6 +865,7 @@ void heap_fork_prepare(void)
 static void fork_unlock(void)
 {
 	pages_unlock();
+	fit_unlock();
 	for (unsigned c = NCLASS; c-- > 0;)
 		pthread_mutex_unlock(&central[c].lock);
 	for (unsigned i = MAX_OWNERS; i-- > 0;)
@@ -856,6 +905,14 @@ void rt_stats_get(struct rt_stats *out)
 	out->peak_in_use = atomic_load(&g_peak);
 	out->mallocs = atomic_load(&g_mallocs);
 	out->frees = atomic_load(&g_frees);
-	if (atomic_load(&ready) == 1)
+	if (atomic_load(&ready) == 1) {
 		pages_stats(out);
+		/* Free space inside the fitted blocks' chunks is free inside units too. */
+		uint64_t chunks, free;
+		fit_stats(&chunks, &free);
+		if (free > out->unit_used_bytes)
+			free = out->unit_used_bytes;
+		out->unit_used_bytes -= free;
+		out->unit_free_bytes += free;
+	}
 }

@@ -33,12 +33,12 @@
 static inline uintptr_t page_up(uintptr_t a) { return (a + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1); }
 
 /* ---- size classes (sizeclass.c) ---- */
-#define NCLASS 168
+#define NCLASS 248
 #define COARSE_MIN 8192          /* from here 8 classes per doubling, not 32 */
 #define SMALL_MAX 65536ul          /* larger requests are page runs or units */
 #define MEDIUM_MAX (1ul << 20)     /* larger requests get whole units */
 #define MIN_ALIGN 16ul
-#define CLASS_FINE_MAX 1024
+#define CLASS_FINE_MAX 4096
 /* What free checks a pointer with, per class: its size, the bytes of a span's
  * objects (count * size), and ~0 / size + 1, with which an offset off < 2^32 in a
  * span is a multiple of size iff off * divisor <= divisor - 1 (mod 2^64: Lemire,
@@ -55,8 +55,8 @@ extern unsigned char class_by_32[(SMALL_MAX >> 5) + 1];
 extern unsigned char class_by_16[(CLASS_FINE_MAX >> 4) + 1];
 void classes_init(void);
 
-/* The class of size (1..SMALL_MAX): by 16-byte steps up to 1 KiB, 32-byte above
- * (every class above 1 KiB is a multiple of 32). Inline: it is on every malloc. */
+/* The class of size (1..SMALL_MAX): by 16-byte steps up to 4 KiB, 32-byte above
+ * (every class above 4 KiB is a multiple of 32). Inline: it is on every malloc. */
 static inline unsigned class_of(size_t size)
 {
 	if (size <= CLASS_FINE_MAX)
@@ -71,7 +71,9 @@ static inline unsigned class_batch(unsigned c) { return class_batches[c]; }
 
 /* ---- spans and the page heap (pages.c) ---- */
 /* SPAN_OUTSIDE: a large block mapped on its own outside the range (pages.c). */
-enum span_kind { SPAN_SMALL = 1, SPAN_MEDIUM, SPAN_LARGE, SPAN_MMAP, SPAN_OUTSIDE };
+/* SPAN_FIT: a chunk of blocks fitted to 64 bytes (fit.c). */
+enum span_kind { SPAN_SMALL = 1, SPAN_MEDIUM, SPAN_LARGE, SPAN_MMAP, SPAN_OUTSIDE, SPAN_FIT };
+struct fit_chunk;
 #define SPAN_MAGIC 0x53504e31u
 
 struct span {
@@ -90,9 +92,16 @@ struct span {
 	struct span *prev, *next; /* its owner's (or the class's) list of spans with
 	                             free objects */
 	bool listed;
+	struct fit_chunk *fit; /* SPAN_FIT: its blocks */
 	bool foreign;          /* SPAN_MMAP: the program mprotect'ed or mapped over some of
 	                          it: plain anonymous memory is put back when unmapped */
 };
+
+/* Every page of these spans maps to them (of others, the first page). */
+static inline bool span_maps_all(unsigned kind)
+{
+	return kind == SPAN_SMALL || kind == SPAN_MMAP || kind == SPAN_FIT;
+}
 
 /* Sets up the reserved range and metadata; 0 or -errno. Called once, under init. */
 int pages_init(const struct sp_options *o);
@@ -107,9 +116,9 @@ struct span *pages_alloc_run(size_t npages, size_t align_pages, enum span_kind k
 struct span *pages_alloc_large(size_t size, size_t align);
 /* Gives a span's memory back (SMALL/MEDIUM pages or LARGE units). */
 void pages_free(struct span *s);
-/* Resizes a MEDIUM span in place to npages: shrinking gives the tail back; growing
- * (up to 1 MiB) takes the free pages that follow it, across units; false if they are
- * not free. */
+/* Resizes a MEDIUM or FIT span in place to npages: shrinking gives the tail back;
+ * growing (a MEDIUM span up to 1 MiB, a FIT one up to FIT_CHUNK_PAGES) takes the free
+ * pages that follow it, across units; false if they are not free. */
 bool pages_resize_run(struct span *s, size_t npages);
 /* True if a block of size bytes aligned to align is a MEDIUM run of pages (up to
  * 1 MiB; up to 128 MiB where whole units would round it up by more than 1/64),
@@ -277,6 +286,37 @@ bool brk_range(uintptr_t *lo, uintptr_t *hi);
 int brk_demote(uintptr_t addr, size_t len);
 /* madvise on a page-aligned part of the break's range (see pages_advise). */
 int brk_advise(uintptr_t addr, size_t len, int advice);
+
+/* ---- blocks fitted to 64 bytes (fit.c) ---- */
+#define FIT_MIN 4096ul             /* blocks above this size, */
+#define FIT_MAX 131072ul           /* and below this one, are fitted */
+#define FIT_CHUNK_PAGES 4096ul     /* the most pages of a chunk (16 MiB) */
+#define FIT_ARENAS 8               /* threads use arena (slot % FIT_ARENAS) */
+static inline bool fit_size(size_t size) { return size > FIT_MIN && size < FIT_MAX; }
+/* Sets up the arenas (once, before the first malloc). */
+void fit_init(void);
+/* A block of size bytes (fit_size): from the thread's cache, or from the arena of
+ * thread slot `slot`; *fresh: the bytes it took out of the arena (0 from the cache).
+ * NULL if out of memory. */
+void *fit_alloc(size_t size, unsigned slot, size_t *fresh);
+/* Frees p of the chunk span s (aborts if p is not a block in use) into the thread's
+ * cache, or back to its arena: the bytes given back to the arena. */
+size_t fit_free(struct span *s, void *p);
+/* The thread's cache back to the arenas (close: for good, the thread is leaving):
+ * the bytes given back. */
+size_t fit_cache_flush(bool close);
+/* The usable bytes of block p of the chunk span s; aborts as fit_free, naming fn. */
+size_t fit_usable(struct span *s, const void *p, const char *fn);
+/* Resizes block p of s in place to size bytes (fit_size), *now bytes usable; false
+ * if it cannot grow. */
+bool fit_resize(struct span *s, void *p, size_t size, size_t *now);
+void fit_lock(void);
+void fit_unlock(void);
+/* Bytes of the chunks, and free inside them. */
+void fit_stats(uint64_t *chunk_bytes, uint64_t *free_bytes);
+/* The chunks' bits, blocks, bins and counts recomputed and compared (for the tests):
+ * the first difference found, or NULL. */
+const char *fit_check(void);
 
 /* ---- entry points (heap.c) ---- */
 void *rt_malloc(size_t size);

@@ -824,7 +824,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	/* Blocks and spans of objects may lie across units (long blocks must: 18 spans
 	 * of 27 pages in a unit left 5% of it unused); the program's small mappings stay
 	 * inside one. */
-	bool across = (kind == SPAN_MEDIUM || kind == SPAN_SMALL) && align <= 1;
+	bool across = (kind == SPAN_MEDIUM || kind == SPAN_SMALL || kind == SPAN_FIT) && align <= 1;
 	if (npages == 0 || (npages > PAGES_PER_UNIT && !across) || align > PAGES_PER_UNIT ||
 	    npages > (max_units << (UNIT_SHIFT - PAGE_SHIFT)))
 		return NULL;
@@ -875,7 +875,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	s->clean = clean;
 	if (kind == SPAN_MMAP)
 		st_small_mmap_pages += npages;
-	if (kind == SPAN_SMALL || kind == SPAN_MMAP)
+	if (span_maps_all(kind))
 		pages_map_all(s);
 	else
 		map_set(p, s);
@@ -1144,7 +1144,7 @@ void pages_free(struct span *s)
 		st_large_bytes -= s->npages << PAGE_SHIFT;
 		give_back = retire_units(p0 / PAGES_PER_UNIT, s->npages / PAGES_PER_UNIT, &rel);
 	} else {
-		size_t n = s->kind == SPAN_SMALL || s->kind == SPAN_MMAP ? s->npages : 1;
+		size_t n = span_maps_all(s->kind) ? s->npages : 1;
 		for (size_t i = 0; i < n; i++)
 			map_set(p0 + i, NULL);
 		give_back = free_run(p0, s->npages, &rel);
@@ -1671,11 +1671,15 @@ bool pages_resize_run(struct span *s, size_t npages)
 	/* (Past 1 MiB a block realloc grows moves to whole units, heap.c: grown in
 	 * place across units instead, strings grown by realloc in 2 threads had 10
 	 * times as many units given back and refaulted.) */
-	if (npages == 0 || (npages > s->npages && (s->kind != SPAN_MEDIUM ||
-						   npages > MEDIUM_MAX >> PAGE_SHIFT)))
+	size_t most = s->kind == SPAN_FIT ? FIT_CHUNK_PAGES : MEDIUM_MAX >> PAGE_SHIFT;
+	if (npages == 0 || (npages > s->npages && (npages > most ||
+						   (s->kind != SPAN_MEDIUM && s->kind != SPAN_FIT))))
 		return false;
 	pthread_mutex_lock(&plock);
 	if (npages < s->npages) {
+		if (s->kind == SPAN_FIT)
+			for (size_t i = npages; i < s->npages; i++)
+				map_set(p0 + i, NULL);
 		give_back = free_run(p0 + npages, s->npages - npages, &rel);
 	} else if (npages > s->npages) {
 		size_t p = p0 + s->npages, n = npages - s->npages;
@@ -1683,6 +1687,9 @@ bool pages_resize_run(struct span *s, size_t npages)
 			pthread_mutex_unlock(&plock);
 			return false;
 		}
+		if (s->kind == SPAN_FIT)
+			for (size_t i = 0; i < n; i++)
+				map_set(p + i, s);
 	}
 	s->npages = npages;
 	pthread_mutex_unlock(&plock);

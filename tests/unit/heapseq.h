@@ -113,14 +113,20 @@ static void seq_free_all(struct heapseq *q)
 	}
 }
 
-/* The page heap's counts recomputed (pages_check) after step: false, and said on
+/* The page heap's counts (pages_check) and the fitted blocks' (fit_check) recomputed
+ * after step: false, and said on
  * stderr, at the first difference. */
 static bool seq_consistent(unsigned step)
 {
 	size_t where;
 	const char *why = pages_check(&where);
-	if (why)
+	if (why) {
 		fprintf(stderr, "  after step %u: %s (unit %zu)\n", step, why, where);
+		return false;
+	}
+	why = fit_check();
+	if (why)
+		fprintf(stderr, "  after step %u: %s (fitted blocks)\n", step, why);
 	return !why;
 }
 
