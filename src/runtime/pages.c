@@ -713,12 +713,14 @@ struct place {
 	size_t page;  /* the run's first page in the range, SIZE_MAX for none */
 	size_t cost;  /* units it makes resident */
 	size_t used;  /* free pages of HEAP units it takes */
+	size_t room;  /* free pages of the stretch it lies in */
 };
 
 /* A stretch: t free pages of a HEAP unit ending at a unit boundary (from page at),
  * then m FREE units, then h free pages at the start of a HEAP unit. Keeps in *best
- * the run's place there if it is better: fewer new units, then more pages of HEAP
- * units put to use, then lower. */
+ * the run's place there if it is better: fewer new units, then a shorter stretch
+ * (best fit: the mixed heap of the sweep left 15.5 MiB free inside units, against
+ * 17.5), then more pages of HEAP units put to use, then lower. */
 static void place_in(struct place *best, size_t np, size_t at, size_t t, size_t m, size_t h)
 {
 	if (np > t + m * PAGES_PER_UNIT + h)
@@ -726,7 +728,8 @@ static void place_in(struct place *best, size_t np, size_t at, size_t t, size_t 
 	size_t f = (at + t) / PAGES_PER_UNIT; /* the first FREE unit */
 	/* From the tail on ... */
 	size_t rest = np > t ? np - t : 0, n = (rest + PAGES_PER_UNIT - 1) / PAGES_PER_UNIT;
-	struct place p = { at, 0, t < np ? t : np };
+	size_t room = t + m * PAGES_PER_UNIT + h;
+	struct place p = { at, 0, t < np ? t : np, room };
 	if (n > m) {
 		n = m;
 		p.used = np - m * PAGES_PER_UNIT;
@@ -736,12 +739,13 @@ static void place_in(struct place *best, size_t np, size_t at, size_t t, size_t 
 	rest = np > h ? np - h : 0;
 	n = (rest + PAGES_PER_UNIT - 1) / PAGES_PER_UNIT;
 	if (h && n <= m) {
-		struct place q = { at + t + m * PAGES_PER_UNIT + h - np, 0, h < np ? h : np };
+		struct place q = { at + t + m * PAGES_PER_UNIT + h - np, 0, h < np ? h : np, room };
 		q.cost = fresh_units(f + m - n, n);
 		if (q.cost < p.cost || (q.cost == p.cost && q.used > p.used))
 			p = q;
 	}
-	if (p.cost < best->cost || (p.cost == best->cost && p.used > best->used))
+	if (p.cost < best->cost || (p.cost == best->cost && (p.room < best->room ||
+				(p.room == best->room && p.used > best->used))))
 		*best = p;
 }
 
@@ -749,7 +753,7 @@ static void place_in(struct place *best, size_t np, size_t at, size_t t, size_t 
  * cannot hold it. Under plock. */
 static size_t find_place(size_t np)
 {
-	struct place best = { SIZE_MAX, SIZE_MAX, 0 };
+	struct place best = { SIZE_MAX, SIZE_MAX, 0, SIZE_MAX };
 	size_t at = 0, t = 0, m = 0; /* the open stretch: its tail, its FREE units */
 	for (size_t u = 0; u < frontier; u++) {
 		if (bit(freebits, u)) {
@@ -769,6 +773,28 @@ static size_t find_place(size_t np)
 	/* The last stretch runs on past the frontier, to the end of the range. */
 	place_in(&best, np, at, t, m + (max_units - frontier), 0);
 	return best.page;
+}
+
+/* Units to release, gathered under the lock and given back after it: a run, and
+ * (extra, unless NO_EXTRA) one unit of the empty cache that has outgrown its limit. */
+#define NO_EXTRA SIZE_MAX
+struct release { size_t u, n, extra; };
+static void release_locked(const struct release *rel);
+
+/* made units were made resident for a block that the kept empty units could not
+ * hold (they lie elsewhere): as many kept units go back, oldest first. Kept, they
+ * spare the next block a fault; once blocks fault new units in beside them they
+ * spare nothing, and the program pays for both (the sweep's mixed heap ended with
+ * 9 kept units, 18 MiB of its 310). Under plock. */
+static void trim_kept(size_t made)
+{
+	while (made-- > 0 && cache_tail != NO_UNIT) {
+		int32_t u = cache_tail;
+		cache_remove(u);
+		units[u].state = U_RELEASING;
+		struct release rel = { .u = (size_t)u, .n = 1, .extra = NO_EXTRA };
+		release_locked(&rel);
+	}
 }
 
 /* Units [u0, u1) that a run at pages [p, p+np) covers: the FREE ones join the page
@@ -797,15 +823,17 @@ static bool take_pages(size_t p, size_t np, bool *clean)
 			i++;
 			continue;
 		}
-		size_t e = i;
+		size_t e = i, made = 0;
 		while (e < u1 && bit(freebits, e) && !units[e].in_cache) {
 			fresh = fresh && !units[e].resident;
+			made += !units[e].resident;
 			e++;
 		}
 		bits_set(freebits, i, e - i, false);
 		enum sp_backing got = back_units(i, e - i);
 		for (size_t k = i; k < e; k++)
 			heap_unit_init(k, got);
+		trim_kept(made);
 		i = e;
 	}
 	for (size_t i = u0; i < u1; i++) {
@@ -890,10 +918,6 @@ fail:
 	return NULL;
 }
 
-/* Units to release, gathered under the lock and given back after it: a run, and
- * (extra, unless NO_EXTRA) one unit of the empty cache that has outgrown its limit. */
-#define NO_EXTRA SIZE_MAX
-struct release { size_t u, n, extra; };
 static unsigned give_back_units(const struct release *rel);
 static void mark_released(const struct release *rel, unsigned ok);
 
@@ -1538,14 +1562,32 @@ static bool rounds_badly(size_t size)
 static size_t find_units(size_t n, size_t align)
 {
 	size_t phase = (base >> UNIT_SHIFT) & (align - 1);
-	size_t at = bits_find_run_phase(freebits, frontier, n, align, phase);
-	if (at < frontier)
-		return at;
+	/* The free run that makes the fewest new units resident (empty units kept
+	 * resident first: a block that faults new units in beside them makes them go,
+	 * trim_kept), then the lowest. */
+	size_t best = SIZE_MAX, best_cost = SIZE_MAX;
+	for (size_t u = bits_next(freebits, 0, frontier, true); u < frontier && best_cost;) {
+		size_t e = bits_next(freebits, u, frontier, false);
+		size_t at = ((u + phase + align - 1) & ~(align - 1)) - phase;
+		size_t cost = at + n <= e ? fresh_units(at, n) : 0;
+		for (; at + n <= e; cost += at + align + n <= e
+			? fresh_units(at + n, align) - fresh_units(at, align) : 0, at += align) {
+			if (cost < best_cost) {
+				best = at;
+				best_cost = cost;
+				if (!cost)
+					break;
+			}
+		}
+		u = e < frontier ? bits_next(freebits, e, frontier, true) : frontier;
+	}
+	if (best != SIZE_MAX)
+		return best;
 	/* Past the frontier, starting in the free tail below it if there is one. */
 	size_t tail = frontier;
 	while (tail > 0 && bit(freebits, tail - 1))
 		tail--;
-	at = ((tail + phase + align - 1) & ~(align - 1)) - phase;
+	size_t at = ((tail + phase + align - 1) & ~(align - 1)) - phase;
 	if (at + n > max_units || grow(at + n) < 0)
 		return SIZE_MAX;
 	return at;
@@ -1591,7 +1633,11 @@ static struct span *range_alloc_large(size_t size, size_t align)
 		pthread_mutex_unlock(&plock);
 		return NULL;
 	}
+	size_t made = 0;
+	for (size_t i = at; i < at + n; i++)
+		made += !units[i].in_cache && !units[i].resident;
 	claim_units(at, n);
+	trim_kept(made);
 	bool clean = true;
 	for (size_t i = at; i < at + n; i++)
 		clean = clean && !units[i].resident;

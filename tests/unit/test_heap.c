@@ -150,8 +150,9 @@ static void test_realloc_large(void)
 	rt_free(small_blocker);
 
 	unsigned char *p = rt_malloc(16 * MB);
-	/* A block right after p (first fit puts it there, or past the gaps that earlier
-	 * tests left below): the move below is exercised. */
+	/* A block right after p (the lowest place that makes the fewest units resident
+	 * is there, on a heap that held only the blocks above: this test runs first; or
+	 * past the gaps below): the move below is exercised. */
 	static unsigned char *gaps[64];
 	unsigned ngaps = 0;
 	unsigned char *blocker = rt_malloc(4 * MB);
@@ -725,11 +726,11 @@ static void test_hugetlb_into_refused_move(void)
 
 int main(void)
 {
+	RUN(test_realloc_large);
 	RUN(test_sizes);
 	RUN(test_size_classes);
 	RUN(test_errno_kept);
 	RUN(test_alignment);
-	RUN(test_realloc_large);
 	RUN(test_units_given_back);
 	RUN(test_calloc_zeroes);
 	RUN(test_bad_frees_abort);
