@@ -256,9 +256,13 @@ static int child_status(void (*fn)(void))
 	return st;
 }
 
+/* The size of the blocks the children below free wrongly: a small object, then a
+ * block fitted to 64 bytes (fit.c), whose freed blocks wait in the thread's cache. */
+static size_t bad_size;
+
 static void double_free(void)
 {
-	void *p = rt_malloc(40);
+	void *p = rt_malloc(bad_size);
 	rt_free(p);
 	rt_free(p);
 }
@@ -276,21 +280,32 @@ static void inner_small_pointer(void)
 	rt_free(p + 16);
 }
 
+/* Inside a fitted block, on a grain of it (fit.c). */
+static void inner_fit_pointer(void)
+{
+	char *p = rt_malloc(9000);
+	rt_free(p + 64);
+}
+
 static void realloc_freed(void)
 {
-	void *p = rt_malloc(100);
+	void *p = rt_malloc(bad_size);
 	rt_free(p);
-	p = rt_realloc(p, 200);
+	p = rt_realloc(p, 2 * bad_size);
 	(void)p;
 }
 
 static void test_bad_frees_abort(void)
 {
 	void (*const bad[])(void) = { double_free, inner_pointer, inner_small_pointer,
-				      realloc_freed };
-	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-		int st = child_status(bad[i]);
-		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+				      inner_fit_pointer, realloc_freed };
+	const size_t sizes[] = { 100, 9000 };
+	for (size_t k = 0; k < 2; k++) {
+		bad_size = sizes[k];
+		for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+			int st = child_status(bad[i]);
+			CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+		}
 	}
 }
 
