@@ -6,13 +6,14 @@
  * a chunk's pages come from the page heap and go back to it (pages.c), so a chunk lies
  * on huge pages with its neighbours.
  *
- * Nothing of the allocator's is in the blocks: a write after free cannot mislead it,
- * and malloc and free touch no line of the program's. A chunk's metadata is a mapping
- * of its own: a bit at the first grain of every block (and one at the chunk's end), a
- * bit at every grain of a block in use, and per page the node of the free block that
- * starts on it (one at most: blocks in use are longer than a page, and free blocks
- * never touch). Free blocks are nodes in bins, from a pool per arena. Threads use
- * arenas by their slot, each with its lock, bins and chunks. */
+ * No record of the arena's is in the blocks: a write after free cannot mislead it.
+ * A chunk's metadata is a mapping of its own with, per page, the block in use that
+ * starts on it, and the free blocks that start and end on it (one of each at most:
+ * blocks in use are longer than a page, and free blocks never touch). Free blocks
+ * are nodes in bins, from a pool per arena. Threads use arenas by their slot, each
+ * with its lock, bins and chunks; in front of them, a thread's cache of the blocks it
+ * freed, each marked with the heap's free key at its second word (as small objects
+ * are), which malloc clears. */
 #include <string.h>
 #include <sys/mman.h>
 
