@@ -17,23 +17,6 @@ static inline void bits_set(uint64_t *b, size_t from, size_t n, bool on)
 	}
 }
 
-/* bits_set for long runs: a word at a time. */
-static inline void bits_fill(uint64_t *b, size_t from, size_t n, bool on)
-{
-	size_t end = from + n;
-	while (from < end) {
-		size_t k = 64 - (from & 63);
-		if (k > end - from)
-			k = end - from;
-		uint64_t m = (k == 64 ? ~0ull : ((1ull << k) - 1)) << (from & 63);
-		if (on)
-			b[from >> 6] |= m;
-		else
-			b[from >> 6] &= ~m;
-		from += k;
-	}
-}
-
 static inline bool bit(const uint64_t *b, size_t i)
 {
 	return b[i >> 6] >> (i & 63) & 1;

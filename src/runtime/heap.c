@@ -612,10 +612,9 @@ static void *big_alloc(size_t size, size_t align, bool *clean, bool whole)
 }
 
 /* Counts a malloc or free of a fitted block, and the bytes it took out of its arena
- * (or gave back): on the thread's own counts while its cache is live. */
-static void count_fit(bool is_malloc, int64_t bytes)
+ * (or gave back): on the counts of thread cache t while it is live (t: tc_get()). */
+static void count_fit(struct tcache *t, bool is_malloc, int64_t bytes)
 {
-	struct tcache *t = tc_get();
 	count_by(t, bytes);
 	if (!t) {
 		atomic_fetch_add_explicit(is_malloc ? &g_mallocs : &g_frees, 1, memory_order_relaxed);
@@ -636,7 +635,7 @@ static void *fit_block(size_t size)
 	struct tcache *t = tc_get();
 	void *p = fit_alloc(size, t && t->owner ? t->owner - 1 : 0, &fresh);
 	if (p)
-		count_fit(true, (int64_t)fresh);
+		count_fit(t, true, (int64_t)fresh);
 	return p;
 }
 
@@ -702,7 +701,7 @@ static __attribute__((noinline)) void big_free(void *p)
 		return;
 	}
 	if (s->kind == SPAN_FIT) {
-		count_fit(false, -(int64_t)fit_free(s, p));
+		count_fit(tc_get(), false, -(int64_t)fit_free(s, p));
 		return;
 	}
 	count_out(-(int64_t)span_usable(s));

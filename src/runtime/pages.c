@@ -1723,7 +1723,7 @@ bool pages_resize_run(struct span *s, size_t npages)
 		return false;
 	pthread_mutex_lock(&plock);
 	if (npages < s->npages) {
-		if (s->kind == SPAN_FIT)
+		if (span_maps_all(s->kind))
 			for (size_t i = npages; i < s->npages; i++)
 				map_set(p0 + i, NULL);
 		give_back = free_run(p0 + npages, s->npages - npages, &rel);
@@ -1733,7 +1733,7 @@ bool pages_resize_run(struct span *s, size_t npages)
 			pthread_mutex_unlock(&plock);
 			return false;
 		}
-		if (s->kind == SPAN_FIT)
+		if (span_maps_all(s->kind))
 			for (size_t i = 0; i < n; i++)
 				map_set(p + i, s);
 	}
