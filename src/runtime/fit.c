@@ -74,7 +74,7 @@ struct fit_arena {
 } __attribute__((aligned(64)));
 
 static struct fit_arena arenas[FIT_ARENAS];
-static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER; /* after an arena's */
 static struct fit_chunk *spare_meta;    /* metadata of chunks gone, maps all clear */
 
 /* What a page's word says of the block in use that starts on it: its grains and its
@@ -618,18 +618,20 @@ void fit_init(void)
 		pthread_mutex_init(&arenas[i].lock, NULL);
 }
 
+/* Arenas first, then the spare records: the order grow() and chunk_emptied() take
+ * them in (the other order deadlocked a fork against a thread making a chunk). */
 void fit_lock(void)
 {
-	pthread_mutex_lock(&meta_lock);
 	for (unsigned i = 0; i < FIT_ARENAS; i++)
 		pthread_mutex_lock(&arenas[i].lock);
+	pthread_mutex_lock(&meta_lock);
 }
 
 void fit_unlock(void)
 {
+	pthread_mutex_unlock(&meta_lock);
 	for (unsigned i = FIT_ARENAS; i-- > 0;)
 		pthread_mutex_unlock(&arenas[i].lock);
-	pthread_mutex_unlock(&meta_lock);
 }
 
 void fit_stats(uint64_t *chunk_bytes, uint64_t *free_bytes)
