@@ -440,7 +440,7 @@ static unsigned cache_class(uint64_t g)
 
 static bool freed_mark(const void *p)
 {
-	return ((const uintptr_t *)p)[1] == heap_hot.free_key;
+	return ((const uintptr_t *)p)[1] == free_mark(p);
 }
 
 void *fit_alloc(size_t size, unsigned slot, size_t *fresh)
@@ -549,7 +549,7 @@ size_t fit_free(struct span *s, void *p)
 	fc->blk[k][fc->n[k]] = p;
 	fc->grains[k][fc->n[k]++] = (uint32_t)n;
 	fc->bytes += bytes;
-	((uintptr_t *)p)[1] = heap_hot.free_key;
+	((uintptr_t *)p)[1] = free_mark(p);
 	return 0;
 }
 

@@ -563,7 +563,7 @@ static inline void small_check(unsigned info, void *p, const char *fn)
 	uint32_t off = (info & 0xff) << PAGE_SHIFT | ((uintptr_t)p & (PAGE_SIZE - 1));
 	if (__builtin_expect(off * ci->divisor > ci->divisor - 1 || off >= ci->limit, 0))
 		rt_abort("%s(): invalid pointer %p (inside a block)", fn, p);
-	if (__builtin_expect(((uintptr_t *)p)[1] == heap_hot.free_key, 0))
+	if (__builtin_expect(((uintptr_t *)p)[1] == free_mark(p), 0))
 		rt_abort("%s(): %s of %p", fn, fn[0] == 'f' ? "double free" : "a freed block", p);
 }
 
@@ -572,7 +572,7 @@ static inline void small_free(unsigned info, void *p)
 {
 	unsigned cls = (info >> 8) - 1;
 	small_check(info, p, "free");
-	((uintptr_t *)p)[1] = heap_hot.free_key;
+	((uintptr_t *)p)[1] = free_mark(p);
 	if (__builtin_expect(tc.room[cls] != 0, 1)) {
 		*(void **)p = tc.head[cls];
 		tc.head[cls] = p;

@@ -206,6 +206,16 @@ struct heap_hot {
 	uintptr_t free_key;
 } __attribute__((aligned(64)));
 extern struct heap_hot heap_hot;
+
+/* The mark a freed small object or a cached fitted block carries in its second word,
+ * for double frees: the key bound to the block's address. A bare key, copied with
+ * bytes the program never wrote (realloc of a block on reused pages copies them,
+ * stale), marked the copy freed, and its next free aborted (torture, 1 run in ~60).
+ * Never 0 (the key is odd, blocks are 16-aligned): a cleared word marks nothing. */
+static inline uintptr_t free_mark(const void *p)
+{
+	return heap_hot.free_key ^ (uintptr_t)p;
+}
 extern _Atomic(struct span *) *heap_pagemap;
 
 /* The span on the page of a (which must be one of the range's writable pages). */
