@@ -28,7 +28,9 @@ endif
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
-ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SAN) -fPIC -D_GNU_SOURCE -Iinclude -Isrc/core
+# -MMD: each object's headers are listed beside it (X.d), read back below.
+DEPS := -MMD -MP
+ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SAN) $(DEPS) -fPIC -D_GNU_SOURCE -Iinclude -Isrc/core
 ALL_LDFLAGS := $(LDFLAGS) $(SAN)
 LIBS := -lpthread
 
@@ -63,18 +65,18 @@ MALLOCBENCH := $(B)/bench/kernels/malloc
 KERNEL_SRC := $(wildcard bench/kernels/*.c)
 KERNEL_BIN := $(KERNEL_SRC:bench/kernels/%.c=$(B)/bench/kernels/%)
 IDEAL_BIN := $(KERNEL_SRC:bench/kernels/%.c=$(B)/bench/ideal/%)
-KERNEL_CFLAGS := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -Ibench
+KERNEL_CFLAGS := -std=gnu11 -O2 -g $(WARN) $(DEPS) -D_GNU_SOURCE -Ibench
 
 all: $(CLI) $(LIB_SO) $(B)/libsuperpage.so $(LIB_A) $(RT_SO)
 
-$(B)/obj/%.o: %.c include/superpage.h $(wildcard src/core/*.h src/cli/*.h src/runtime/*.h tests/*.h tests/unit/*.h)
+$(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # The runtime lives inside other programs: its TLS is initial-exec (it is preloaded at
 # start), and it exports nothing but the calls it interposes (src/runtime/exports.map;
 # hidden by default, so that its own globals are reached without the GOT).
-$(B)/obj/src/runtime/%.o: src/runtime/%.c include/superpage.h $(wildcard src/core/*.h src/runtime/*.h)
+$(B)/obj/src/runtime/%.o: src/runtime/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Isrc/runtime -ftls-model=initial-exec -fvisibility=hidden -c -o $@ $<
 
@@ -102,17 +104,17 @@ CLI_STATIC := $(if $(SAN),,-static)
 $(CLI): $(CLI_OBJ) $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) $(CLI_STATIC) -o $@ $(CLI_OBJ) $(LIB_A) $(LIBS) -lm
 
-$(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) $(RT_A) tests/check.h $(wildcard tests/unit/*.h)
+$(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) $(RT_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -Isrc/runtime -o $@ $< $(UNIT_HELP_OBJ) $(RT_A) $(LIB_A) $(LIBS)
 
 # The bench runner's readers and writers are tested apart from the command.
 BENCHOUT_OBJ := $(B)/obj/src/cli/benchout.o $(B)/obj/src/cli/benchsvg.o $(B)/obj/src/cli/json.o
-$(B)/tests/unit/test_benchout: tests/unit/test_benchout.c $(BENCHOUT_OBJ) $(LIB_A) tests/check.h
+$(B)/tests/unit/test_benchout: tests/unit/test_benchout.c $(BENCHOUT_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -Isrc/cli -o $@ $< $(BENCHOUT_OBJ) $(LIB_A) $(LIBS) -lm
 
-$(B)/tests/system/%: tests/system/%.c $(LIB_A) tests/check.h
+$(B)/tests/system/%: tests/system/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -o $@ $< $(LIB_A) $(LIBS)
 
@@ -122,35 +124,35 @@ $(B)/tests/cli/%: tests/cli/%.c $(LIB_A)
 
 # Programs run under superpage run: plain C, no superpage calls (they must not be
 # sanitized: ASan brings its own malloc and cannot be preloaded behind ours).
-$(B)/tests/preload/%: tests/preload/%.c tests/preload/smaps_kb.h tests/preload/checks.h
+$(B)/tests/preload/%: tests/preload/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -lpthread -lm $(PRELOAD_LD)
+	$(CC) -std=gnu11 -O2 -g $(WARN) $(DEPS) -D_GNU_SOURCE -o $@ $< -lpthread -lm $(PRELOAD_LD)
 
 # Libraries those programs load (dlopen, LD_PRELOAD), as plain as they are.
 $(B)/tests/preload/lib/%.so: tests/preload/lib/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -shared -fPIC -o $@ $< -lpthread
+	$(CC) -std=gnu11 -O2 -g $(WARN) $(DEPS) -D_GNU_SOURCE -shared -fPIC -o $@ $< -lpthread
 
 # deepbind-runpath finds its library by its RUNPATH ($ORIGIN/lib), as glibc's dlopen
 # reads it from the caller it sees: the program's, through the runtime's dlopen.
 $(B)/tests/preload/deepbind-runpath: tests/preload/deepbind.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/lib'
+	$(CC) -std=gnu11 -O2 -g $(WARN) $(DEPS) -D_GNU_SOURCE -o $@ $< -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/lib'
 
 # textuse's segments are 2 MiB-aligned, as superpage-run(7) tells users to link for
 # --text; textuse-plain is the same program linked as usual.
 $(B)/tests/preload/textuse: PRELOAD_LD = -Wl,-zcommon-page-size=2097152 -Wl,-zmax-page-size=2097152
 $(B)/tests/preload/textuse-plain: tests/preload/textuse.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $< -ldl
+	$(CC) -std=gnu11 -O2 -g $(WARN) $(DEPS) -D_GNU_SOURCE -o $@ $< -ldl
 
 # The benchmark kernels: plain programs (unsanitized, run under superpage run), and the
 # same sources built as the "ideal", their arrays from strict sp_alloc (bench/kernel.h).
-$(B)/bench/kernels/%: bench/kernels/%.c bench/kernel.h $(wildcard bench/*.h)
+$(B)/bench/kernels/%: bench/kernels/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(KERNEL_CFLAGS) -o $@ $< -lpthread -lm
 
-$(B)/bench/ideal/%: bench/kernels/%.c bench/kernel.h $(wildcard bench/*.h) $(LIB_A)
+$(B)/bench/ideal/%: bench/kernels/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(KERNEL_CFLAGS) $(SAN) -DBENCH_IDEAL -Iinclude -o $@ $< $(LIB_A) -lpthread -lm
 
@@ -172,7 +174,7 @@ $(B)/bench/itlb/text.o: $(B)/bench/itlb/itlbgen
 	$< 4096 4096 2 >$(B)/bench/itlb/text.s
 	$(CC) -c -o $@ $(B)/bench/itlb/text.s
 
-$(B)/bench/itlb/driver.o: bench/itlb/driver.c bench/itlb/itlb.h bench/kernel.h
+$(B)/bench/itlb/driver.o: bench/itlb/driver.c
 	@mkdir -p $(dir $@)
 	$(CC) $(KERNEL_CFLAGS) -c -o $@ $<
 
@@ -193,6 +195,10 @@ tests: all kernels $(UNIT_BIN) $(SYS_BIN) $(HELPER_BIN) $(PRELOAD_BIN)
 
 check: tests
 	@bash tests/run.sh $(B)
+
+# The unit tier alone: no root needed, seconds (tests/run.sh runs one tier or test).
+check-unit: $(UNIT_BIN)
+	@bash tests/run.sh $(B) unit
 
 # The main job: every kernel under each backing, pools set up for it and put back.
 bench: all kernels $(B)/tests/preload/gups_malloc $(B)/tests/preload/sweep
@@ -241,5 +247,8 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: all kernels tests check bench install uninstall clean
+.PHONY: all kernels tests check check-unit bench install uninstall clean
+
+# The headers each object and program was built from (-MMD), once it has been built.
+-include $(shell find $(B) -name '*.d' 2>/dev/null)
 .SECONDARY:

@@ -1,9 +1,35 @@
 #!/usr/bin/env bash
-# run.sh - runs every test program and script, prints each result and the summary line.
-# Usage: tests/run.sh BUILD_DIR. Test programs print "PASS name", "FAIL name" or
-# "SKIP name: why"; a program that dies without saying FAIL counts as one failure.
+# run.sh - runs the test programs and scripts of a tier, or all, prints each result and
+# the summary line. Test programs print "PASS name", "FAIL name" or "SKIP name: why";
+# a program that dies without saying FAIL counts as one failure.
+#
+# usage: tests/run.sh [BUILD_DIR] [TIER [NAME...]]
+#   BUILD_DIR  where make put the tests (default: build)
+#   TIER       all (default), unit (against the fake kernel or the real one, no root
+#              needed, seconds), system (the library on this machine), or cli (the
+#              command and the runtime under superpage run: scripts in tests/cli)
+#   NAME       only these tests of the tier: test_fit, test_preload (or fit, preload)
+# Exit status: 0 if nothing failed, 1 if something did, 2 on bad arguments.
 set -u
-B=${1:?usage: tests/run.sh BUILD_DIR}
+usage() {
+	sed -n 's/^# usage: /usage: /p' "$0" >&2
+	exit 2
+}
+B=build
+if [ $# -gt 0 ] && [ -d "$1" ]; then
+	B=$1
+	shift
+fi
+tier=${1:-all}
+[ $# -gt 0 ] && shift
+case $tier in
+all | unit | system | cli) ;;
+-h | --help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
+*/*) echo "run.sh: no directory $tier" >&2; exit 2 ;;
+*) echo "run.sh: no tier '$tier' (all, unit, system, cli)" >&2; usage ;;
+esac
+[ "$tier" = all ] && [ $# -gt 0 ] && { echo "run.sh: names need a tier" >&2; usage; }
+[ -d "$B/tests" ] || { echo "run.sh: $B/tests is missing (make tests builds it)" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 pass=0 fail=0 skip=0
 
@@ -52,14 +78,47 @@ run_one() { # name, command...
 	restore
 }
 
-for t in "$B"/tests/unit/test_*; do
-	[ -x "$t" ] && run_one "$(basename "$t")" "$t"
-done
-for t in "$B"/tests/system/test_*; do
-	[ -x "$t" ] && run_one "$(basename "$t")" "$t"
-done
-for t in "$here"/cli/test_*.sh; do
-	[ -f "$t" ] && run_one "$(basename "$t")" bash "$t" "$B"
+# The tests to run, in order: unit programs, system programs, cli scripts; of one tier,
+# and only those named if names were given (each must name a test of the tier).
+tests=()
+add() { # tier, files... (programs must be executable: not their .d files)
+	local want=$1 t
+	shift
+	[ "$tier" = all ] || [ "$tier" = "$want" ] || return 0
+	for t in "$@"; do
+		case $t in
+		*.sh) [ -f "$t" ] && tests+=("$t") ;;
+		*) [ -f "$t" ] && [ -x "$t" ] && tests+=("$t") ;;
+		esac
+	done
+}
+add unit "$B"/tests/unit/test_*
+add system "$B"/tests/system/test_*
+add cli "$here"/cli/test_*.sh
+if [ $# -gt 0 ]; then
+	all=("${tests[@]}")
+	tests=()
+	for n in "$@"; do
+		found=
+		for t in "${all[@]}"; do
+			base=$(basename "$t" .sh)
+			if [ "$base" = "$n" ] || [ "$base" = "test_$n" ]; then
+				tests+=("$t")
+				found=1
+			fi
+		done
+		[ -n "$found" ] || { echo "run.sh: no $tier test '$n'" >&2; exit 2; }
+	done
+fi
+if [ ${#tests[@]} -eq 0 ]; then
+	echo "run.sh: no $tier test in $B (make tests builds them)" >&2
+	exit 2
+fi
+for t in "${tests[@]}"; do
+	case $t in
+	*.sh) run_one "$(basename "$t")" bash "$t" "$B" ;;
+	*) run_one "$(basename "$t")" "$t" ;;
+	esac
 done
 
 echo "$pass passed, $fail failed, $skip skipped"
