@@ -33,26 +33,17 @@ esac
 here=$(cd "$(dirname "$0")" && pwd)
 pass=0 fail=0 skip=0
 
-# Pools and THP modes are put back whatever the tests do, even if one crashes.
-declare -A saved
+# Pools and THP modes are put back after each test, whatever it does, even if it
+# crashes (tests/sysfs.sh).
+# shellcheck source=tests/sysfs.sh
+. "$here/sysfs.sh"
 for f in /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages \
          /sys/kernel/mm/hugepages/hugepages-*/nr_overcommit_hugepages \
          /sys/kernel/mm/transparent_hugepage/enabled \
          /sys/kernel/mm/transparent_hugepage/defrag; do
-	[ -r "$f" ] || continue
-	v=$(cat "$f")
-	case "$v" in *\[*) v=$(sed -n 's/.*\[\(.*\)\].*/\1/p' <<<"$v") ;; esac
-	saved[$f]=$v
+	[ -r "$f" ] && sysfs_remember "$f"
 done
-restore() {
-	[ "$(id -u)" = 0 ] || return 0
-	for f in "${!saved[@]}"; do
-		cur=$(cat "$f")
-		case "$cur" in *\[*) cur=$(sed -n 's/.*\[\(.*\)\].*/\1/p' <<<"$cur") ;; esac
-		[ "$cur" = "${saved[$f]}" ] || echo "${saved[$f]}" >"$f" 2>/dev/null ||
-			echo "run.sh: could not put back $f" >&2
-	done
-}
+restore() { sysfs_reset; }
 trap restore EXIT
 trap 'exit 130' INT TERM
 

@@ -6,7 +6,8 @@
 
 failed=0
 hold_pid='' hold_in=''
-declare -A saved # sysfs file -> the value it had before we first wrote it
+# shellcheck source=tests/sysfs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../sysfs.sh"
 
 pass() { echo "PASS $1${2:+: $2}"; }
 fail() { echo "FAIL $1: $2"; failed=1; }
@@ -47,12 +48,9 @@ nlines() { wc -l <"$1" | tr -d ' '; }
 is_root() { [ "$(id -u)" = 0 ]; }
 
 # Remembers a sysfs value to put back, unless it is remembered already.
-remember() { [ -n "${saved[$1]+x}" ] || saved[$1]=$(cat "$1"); }
+remember() { sysfs_remember "$1"; }
 # Writes a sysfs value, remembering the old one first.
-set_sysfs() { # file value
-	remember "$1"
-	echo "$2" >"$1" 2>/dev/null
-}
+set_sysfs() { sysfs_write "$1" "$2"; }
 
 # Ends the helper program a test holds open (EOF on its stdin; a stuck one is killed).
 stop_hold() {
@@ -70,13 +68,8 @@ stop_hold() {
 
 # Puts back every sysfs value written since the last restore.
 restore() {
-	local f
 	stop_hold
-	for f in "${!saved[@]}"; do
-		[ "$(cat "$f")" = "${saved[$f]}" ] || echo "${saved[$f]}" >"$f" 2>/dev/null ||
-			echo "${0##*/}: could not put back $f to ${saved[$f]}" >&2
-		unset 'saved[$f]'
-	done
+	sysfs_restore
 }
 
 # The error contract of the command: status 2, nothing on stdout, one line on stderr
@@ -127,12 +120,12 @@ pool_write() { # count
 # has set it since: then its value stands, and that is said.
 put_pool_back() {
 	local f=$P2M/nr_hugepages now
-	if [ -n "$pool_set_to" ] && [ -n "${saved[$f]+x}" ]; then
+	if [ -n "$pool_set_to" ] && [ -n "${sysfs_saved[$f]+x}" ]; then
 		now=$(cat $f)
 		if [ "$now" != "$pool_set_to" ]; then
 			echo "${0##*/}: $f is $now, not $pool_set_to as set here: another" \
 				"process set it; left as it is" >&2
-			unset "saved[$f]"
+			sysfs_forget "$f"
 		fi
 	fi
 	pool_set_to=''
@@ -154,7 +147,7 @@ pool_add() { # n
 	pool_write $((nr + n))
 	pool_nums
 	if [ "$nr" -lt "$pool_set_to" ] || [ $((free - resv)) -lt "$n" ]; then
-		why="the kernel gave $((nr - ${saved[$P2M/nr_hugepages]})) of $n more 2M pages ($free free, $resv reserved)"
+		why="the kernel gave $((nr - ${sysfs_saved[$P2M/nr_hugepages]})) of $n more 2M pages ($free free, $resv reserved)"
 		put_pool_back
 		return 1
 	fi

@@ -91,27 +91,13 @@ chmod 711 "$tmp"  # servers run as their own users reach their directories below
 # shellcheck source=tests/compat/lib.sh
 . "$here/lib.sh"
 
-# ---------- the 2 MiB pool, put back at exit ----------
+# ---------- the 2 MiB pool and the kernel's THP setting, put back at exit ----------
+# shellcheck source=tests/sysfs.sh
+. "$here/../sysfs.sh"
 POOL_PAGES=${POOL_PAGES:-768}
 nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-pool_saved=''
 pool_note=''
-pool_restore() {
-	[ -n "$pool_saved" ] || return 0
-	echo "$pool_saved" >"$nr" 2>/dev/null || echo "compat: could not put back $nr to $pool_saved" >&2
-	# Pages a process just ended with are freed a moment later (surplus until then).
-	for _ in $(seq 100); do
-		[ "$(cat "$nr")" != "$pool_saved" ] || break
-		sleep 0.1
-		echo "$pool_saved" >"$nr" 2>/dev/null || true
-	done
-	[ "$(cat "$nr")" = "$pool_saved" ] || echo "compat: $nr is $(cat "$nr"), was $pool_saved" >&2
-	pool_saved=''
-}
-# ---------- the kernel's THP setting, for the always mode, put back at exit ----------
 thp=/sys/kernel/mm/transparent_hugepage/enabled
-thp_saved=''
-thp_mode() { sed -n 's/.*\[\(.*\)\].*/\1/p' "$thp" 2>/dev/null; }
 thp_why=''
 thp_always() { # sets THP to always, or thp_why and fails (not in a subshell: it
 	# remembers what to put back)
@@ -120,22 +106,16 @@ thp_always() { # sets THP to always, or thp_why and fails (not in a subshell: it
 		thp_why="not root: cannot set $thp"
 		return 1
 	fi
-	thp_saved=$(thp_mode)
-	if [ -z "$thp_saved" ] || ! echo always >"$thp" 2>/dev/null || [ "$(thp_mode)" != always ]; then
+	if ! sysfs_write "$thp" always || [ "$(sysfs_read "$thp")" != always ]; then
 		thp_restore
 		thp_why="cannot set $thp to always"
 		return 1
 	fi
 }
-thp_restore() {
-	[ -n "$thp_saved" ] || return 0
-	echo "$thp_saved" >"$thp" 2>/dev/null || echo "compat: could not put back $thp to $thp_saved" >&2
-	thp_saved=''
-}
+thp_restore() { sysfs_restore_one "$thp"; }
 cleanup() {
 	stop_servers
-	thp_restore
-	pool_restore
+	sysfs_restore
 	if [ "$keep" = 1 ]; then
 		echo "compat: kept $tmp"
 	else
@@ -152,10 +132,10 @@ case " ${run_modes[*]} " in
 	elif [ ! -w "$nr" ]; then
 		pool_note="$nr not writable: no pool set up"
 	else
-		pool_saved=$(cat "$nr")
-		echo $((pool_saved + POOL_PAGES)) >"$nr" 2>/dev/null || true
-		got=$(($(cat "$nr") - pool_saved))
-		pool_note="2 MiB pool: $got pages added for the suite (asked $POOL_PAGES), put back to $pool_saved at exit"
+		was=$(cat "$nr")
+		sysfs_write "$nr" $((was + POOL_PAGES)) || true
+		got=$(($(cat "$nr") - was))
+		pool_note="2 MiB pool: $got pages added for the suite (asked $POOL_PAGES), put back to $was at exit"
 	fi
 	;;
 esac
