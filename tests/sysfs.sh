@@ -1,6 +1,7 @@
 # sysfs.sh - the sysfs values tests change (pools, THP modes), put back whatever
 # happens: each is remembered before its first write and written back by
-# sysfs_restore (or sysfs_reset, which goes on remembering it). Sourced by tests/run.sh, tests/cli/lib.sh and tests/compat/run.sh.
+# sysfs_restore (or sysfs_reset, which goes on remembering it). Sourced by
+# tests/run.sh, tests/cli/lib.sh and tests/compat/run.sh.
 # shellcheck shell=bash
 
 declare -A sysfs_saved # file -> its value before the first write (of "a [b] c": b)
@@ -49,20 +50,14 @@ sysfs_restore_one() { # file [keep]
 	return 1
 }
 
-# Every remembered value put back, and forgotten.
-sysfs_restore() {
+# Every remembered value put back: forgotten (sysfs_restore), or still remembered
+# (sysfs_reset: tests/run.sh, after each test).
+sysfs_put_back() { # forget|keep
 	local f
 	for f in "${!sysfs_saved[@]}"; do
-		sysfs_restore_one "$f"
+		sysfs_restore_one "$f" "$1"
 	done
 	return 0
 }
-
-# Every remembered value put back, and still remembered (tests/run.sh, after each test).
-sysfs_reset() {
-	local f
-	for f in "${!sysfs_saved[@]}"; do
-		sysfs_restore_one "$f" keep
-	done
-	return 0
-}
+sysfs_restore() { sysfs_put_back forget; }
+sysfs_reset() { sysfs_put_back keep; }
