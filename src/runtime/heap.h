@@ -204,6 +204,7 @@ struct heap_hot {
 	size_t top_pages;
 	uint16_t *pageinfo;
 	uintptr_t free_key;
+	_Atomic(struct span *) *pagemap; /* per page of the range: its span (pages.c) */
 } __attribute__((aligned(64)));
 extern struct heap_hot heap_hot;
 
@@ -216,12 +217,11 @@ static inline uintptr_t free_mark(const void *p)
 {
 	return heap_hot.free_key ^ (uintptr_t)p;
 }
-extern _Atomic(struct span *) *heap_pagemap;
 
 /* The span on the page of a (which must be one of the range's writable pages). */
 static inline struct span *span_at(uintptr_t a)
 {
-	return __atomic_load_n((struct span **)&heap_pagemap[(a - heap_hot.base) >> PAGE_SHIFT],
+	return __atomic_load_n((struct span **)&heap_hot.pagemap[(a - heap_hot.base) >> PAGE_SHIFT],
 			       __ATOMIC_ACQUIRE);
 }
 

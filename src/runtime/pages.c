@@ -11,93 +11,46 @@
 #include <sys/resource.h>
 
 #include "bits.h"
-#include "heap.h"
 #include "internal.h"
+#include "units.h"
 
-
-enum unit_state { U_FREE = 0, U_HEAP, U_LARGE, U_RELEASING };
-#define NO_UNIT (-1)
-#define NBUCKET 10          /* HEAP units by longest free run: [2^b, 2^(b+1)) pages */
-#define NO_BUCKET 0xff
 #define GROW_UNITS 32       /* the writable part of the range grows 64 MiB at a time */
 #define SKIP_NS 1000000000ull
-#define GIGA_UNITS ((size_t)1 << (30 - UNIT_SHIFT)) /* units in a 1 GiB page */
 #define MOVE_MIN_UNITS 8    /* realloc moves blocks of 16 MiB or more by mremap */
 #define LONG_MAX_BYTES ((size_t)128 << 20) /* the longest runs of pages */
-
-struct unit {
-	uint64_t free[PAGES_PER_UNIT / 64]; /* HEAP: 1 = free page */
-	uint16_t nfree, longest;
-	uint8_t state, backing, bucket;
-	uint8_t resident;                   /* may hold pages (touched since released) */
-	uint8_t in_cache;                   /* FREE, resident, in the empty-unit cache */
-	uint8_t mapping;                    /* HEAP: holds a program's large mapping (2m, 1g)
-	                                       and nothing of the heap's (never in a bucket) */
-	int32_t prev, next;                 /* bucket list (HEAP) or empty cache (FREE) */
-};
-
-static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
-static uintptr_t base;
-static size_t max_units, frontier;
-struct heap_hot heap_hot;
-static uintptr_t heap_end;       /* the range's end (lazy: of its claimed part) */
-/* Under a finite RLIMIT_AS every mapping counts against the limit, a PROT_NONE
- * reservation too: the range is not reserved ahead (lazy) but claimed as it grows,
- * from a place far below the kernel's mappings; [base, heap_end) is all it holds.
- * Under a finite RLIMIT_AS or RLIMIT_DATA (tight) the heap holds no address space
- * it does not use: no slack when it grows, no empty units kept, emptied units at its
- * top given back, and large blocks that whole units would round up by more than an
- * eighth mapped on their own, to the page (SPAN_OUTSIDE), as plain malloc does. */
-static bool lazy, tight;
 #define LAZY_LO ((uintptr_t)1 << 44)      /* lazy ranges start in [16, 32) TiB */
 #define LAZY_SLOTS ((size_t)1 << 14)      /* ... at one of these GiBs */
 #define RANGE_MAX_MIB ((size_t)256 << 10)
-_Atomic(struct span *) *heap_pagemap;
-static struct unit *units;
-static uint64_t *freebits;                /* 1 = unit FREE and below the frontier */
-static _Atomic(struct span *) *pagemap;
-static int32_t bucket_head[NBUCKET];
-static int32_t cache_head = NO_UNIT, cache_tail = NO_UNIT;
-static size_t cached, heap_units;
-/* The heap's own HEAP units (not a program's mappings): their free pages, and how
- * many have none free; and the units that hold a program's mappings. */
-static size_t unit_free_pages, full_units, mapping_units;
-static enum sp_backing policy;            /* what units are asked to be */
-/* 2m or 1g: the rung the program's large mappings ask for (SP_BACKING_COUNT: none,
- * they are mapped by the kernel outside the range, see mmap.c). */
-static enum sp_backing map_rung = SP_BACKING_COUNT;
-/* auto starts the heap on base pages and puts it on THP once it is big enough for
- * huge pages to pay (a small program would only pay their memory: a unit touched
- * once is a whole 2 MiB resident); --backing thp starts on THP. */
-#define PROMOTE_UNITS 32                  /* 64 MiB of heap */
-static bool small_first;
-static _Atomic bool promoted, promote_pending;
-/* After the pool refused n units, runs of n or more are not asked for again for a
- * second (or until hugetlb units are given back); smaller ones still are. */
-static uint64_t hugetlb_skip_until;
-static size_t hugetlb_skip_units;
-static uint64_t giga_skip_until;          /* the same for 1 GiB pages */
-/* span descriptors */
-static struct span *span_free_list;
-static char *span_chunk;
-static size_t span_chunk_left;
-/* stats, under plock */
-static uint64_t st_units[SP_BACKING_COUNT], st_units_peak, st_large_blocks, st_large_bytes;
-static uint64_t st_mremaps, st_released, st_reused, st_small_mmap_pages;
-/* The most units resident lately (in use, or empty in the cache): since it was last
- * reached, or RECENT_NS ago. */
 #define RECENT_NS 1000000000ull
-static uint64_t recent_peak, recent_peak_ns;
-static uint64_t st_falls[SP_BACKING_COUNT][SP_FALL_COUNT];
 
-void pages_lock(void) { pthread_mutex_lock(&plock); }
-void pages_unlock(void) { pthread_mutex_unlock(&plock); }
+struct heap_hot heap_hot;
+struct pages pg = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cache_head = NO_UNIT,
+	.cache_tail = NO_UNIT,
+	.map_rung = SP_BACKING_COUNT,
+};
+/* After the pool refused n units, runs of n or more are not asked for again for a
+ * second (or until hugetlb units are given back); smaller ones still are. The same
+ * for 1 GiB pages, of any size. */
+static struct {
+	uint64_t until, giga_until;
+	size_t units;
+} skip;
+static struct {
+	struct span *free;
+	char *chunk;
+	size_t left;
+} spans; /* span descriptors: freed ones, and the rest of the chunk cut last */
 
-static uintptr_t unit_addr(size_t u) { return base + (u << UNIT_SHIFT); }
+void pages_lock(void) { pthread_mutex_lock(&pg.lock); }
+void pages_unlock(void) { pthread_mutex_unlock(&pg.lock); }
+
+static uintptr_t unit_addr(size_t u) { return pg.base + (u << UNIT_SHIFT); }
 
 static void fall(enum sp_backing rung, enum sp_fall why)
 {
-	st_falls[rung][why]++;
+	pg.st.falls[rung][why]++;
 	rt_fall(rung, why);
 }
 
@@ -120,13 +73,13 @@ static uint16_t longest_run(const uint64_t *b)
 
 static void list_unlink(int32_t *head, int32_t *tail, int32_t u)
 {
-	struct unit *x = &units[u];
+	struct unit *x = &pg.units[u];
 	if (x->prev != NO_UNIT)
-		units[x->prev].next = x->next;
+		pg.units[x->prev].next = x->next;
 	else
 		*head = x->next;
 	if (x->next != NO_UNIT)
-		units[x->next].prev = x->prev;
+		pg.units[x->next].prev = x->prev;
 	else if (tail)
 		*tail = x->prev;
 	x->prev = x->next = NO_UNIT;
@@ -134,11 +87,11 @@ static void list_unlink(int32_t *head, int32_t *tail, int32_t u)
 
 static void list_push_front(int32_t *head, int32_t *tail, int32_t u)
 {
-	struct unit *x = &units[u];
+	struct unit *x = &pg.units[u];
 	x->prev = NO_UNIT;
 	x->next = *head;
 	if (*head != NO_UNIT)
-		units[*head].prev = u;
+		pg.units[*head].prev = u;
 	else if (tail)
 		*tail = u;
 	*head = u;
@@ -153,22 +106,22 @@ static unsigned bucket_of(unsigned longest)
 /* Puts a HEAP unit in the bucket of its longest free run (none when full). */
 static void rebucket(int32_t u)
 {
-	struct unit *x = &units[u];
+	struct unit *x = &pg.units[u];
 	if (x->bucket != NO_BUCKET)
-		list_unlink(&bucket_head[x->bucket], NULL, u);
+		list_unlink(&pg.bucket_head[x->bucket], NULL, u);
 	x->bucket = NO_BUCKET;
 	x->longest = longest_run(x->free);
 	if (x->longest) {
 		x->bucket = (uint8_t)bucket_of(x->longest);
-		list_push_front(&bucket_head[x->bucket], NULL, u);
+		list_push_front(&pg.bucket_head[x->bucket], NULL, u);
 	}
 }
 
 static void cache_remove(int32_t u)
 {
-	list_unlink(&cache_head, &cache_tail, u);
-	units[u].in_cache = 0;
-	cached--;
+	list_unlink(&pg.cache_head, &pg.cache_tail, u);
+	pg.units[u].in_cache = 0;
+	pg.cached--;
 }
 
 static int range_advice(void);
@@ -207,9 +160,9 @@ static void plain_units(size_t u, size_t n)
 static bool back_hugetlb(size_t u, size_t n, enum sp_backing rung)
 {
 	bool giga = rung == SP_BACKING_1G;
-	uint64_t *until = giga ? &giga_skip_until : &hugetlb_skip_until;
+	uint64_t *until = giga ? &skip.giga_until : &skip.until;
 	uint64_t now = sp_os->now_ns();
-	if (now < *until && (giga || n >= hugetlb_skip_units)) {
+	if (now < *until && (giga || n >= skip.units)) {
 		fall(rung, SP_FALL_SKIPPED);
 		return false;
 	}
@@ -224,8 +177,8 @@ static bool back_hugetlb(size_t u, size_t n, enum sp_backing rung)
 		fall(rung, hole ? SP_FALL_MMAP
 			   : r == -ENOMEM ? (none ? SP_FALL_NO_POOL : SP_FALL_POOL_EMPTY)
 			   : r == -EINVAL ? SP_FALL_UNSUPPORTED : SP_FALL_MMAP);
-		if (!giga && (now >= hugetlb_skip_until || n < hugetlb_skip_units))
-			hugetlb_skip_units = n;
+		if (!giga && (now >= skip.until || n < skip.units))
+			skip.units = n;
 		*until = now + SKIP_NS;
 		return false;
 	}
@@ -237,52 +190,51 @@ static bool back_hugetlb(size_t u, size_t n, enum sp_backing rung)
 static void unback_hugetlb(size_t u, size_t n)
 {
 	plain_units(u, n);
-	hugetlb_skip_until = 0;
-	giga_skip_until = 0;
+	skip.until = 0;
+	skip.giga_until = 0;
 }
 
 /* Gives n units at u the policy's backing; returns the backing they got. */
 static enum sp_backing back_units(size_t u, size_t n)
 {
-	if (policy == SP_BACKING_2M || policy == SP_BACKING_1G) {
+	if (pg.policy == SP_BACKING_2M || pg.policy == SP_BACKING_1G) {
 		if (back_hugetlb(u, n, SP_BACKING_2M))
 			return SP_BACKING_2M;
 		const struct sp_view *v = sp_view_get();
 		return v->thp_never || v->features.thp_disabled_here ? SP_BACKING_4K : SP_BACKING_THP;
 	}
-	if (policy == SP_BACKING_THP && small_first && !atomic_load(&promoted))
+	if (pg.policy == SP_BACKING_THP && pg.small_first && !atomic_load(&pg.promoted))
 		return SP_BACKING_4K;
-	return policy;
+	return pg.policy;
 }
 
-static _Atomic uint64_t st_unit_events; /* changes of units, for rt_live_tick */
 
 uint64_t pages_unit_events(void)
 {
-	return atomic_load_explicit(&st_unit_events, memory_order_relaxed);
+	return atomic_load_explicit(&pg.st.unit_events, memory_order_relaxed);
 }
 
 static void count_units(enum sp_backing b, long n)
 {
-	atomic_fetch_add_explicit(&st_unit_events, 1, memory_order_relaxed);
-	st_units[b] += (uint64_t)n;
+	atomic_fetch_add_explicit(&pg.st.unit_events, 1, memory_order_relaxed);
+	pg.st.units[b] += (uint64_t)n;
 	uint64_t total = 0;
 	for (int i = 0; i < SP_BACKING_COUNT; i++)
-		total += st_units[i];
-	if (total > st_units_peak)
-		st_units_peak = total;
-	if (n > 0 && total + cached >= recent_peak) {
-		recent_peak = total + cached;
-		recent_peak_ns = sp_os->now_ns();
+		total += pg.st.units[i];
+	if (total > pg.st.units_peak)
+		pg.st.units_peak = total;
+	if (n > 0 && total + pg.cached >= pg.st.recent_peak) {
+		pg.st.recent_peak = total + pg.cached;
+		pg.st.recent_peak_ns = sp_os->now_ns();
 	}
-	if (small_first && total >= PROMOTE_UNITS && !atomic_load(&promoted))
-		atomic_store(&promote_pending, true);
+	if (pg.small_first && total >= PROMOTE_UNITS && !atomic_load(&pg.promoted))
+		atomic_store(&pg.promote_pending, true);
 }
 
 /* The advice the range carries now. */
 static int range_advice(void)
 {
-	if (policy == SP_BACKING_4K || (small_first && !atomic_load(&promoted)))
+	if (pg.policy == SP_BACKING_4K || (pg.small_first && !atomic_load(&pg.promoted)))
 		return MADV_NOHUGEPAGE;
 	return MADV_HUGEPAGE;
 }
@@ -292,25 +244,25 @@ static int range_advice(void)
  * after an allocation, without the lock. */
 static void maybe_promote(void)
 {
-	if (!atomic_exchange(&promote_pending, false) || atomic_exchange(&promoted, true))
+	if (!atomic_exchange(&pg.promote_pending, false) || atomic_exchange(&pg.promoted, true))
 		return;
-	pthread_mutex_lock(&plock);
-	size_t top = frontier;
+	pthread_mutex_lock(&pg.lock);
+	size_t top = pg.frontier;
 	/* (Lazy: only what is claimed is the range's; grow advises the rest.) */
-	sp_os->madvise((void *)base, (lazy ? top : max_units) << UNIT_SHIFT, MADV_HUGEPAGE);
+	sp_os->madvise((void *)pg.base, (pg.lazy ? top : pg.max_units) << UNIT_SHIFT, MADV_HUGEPAGE);
 	outside_promote();
 	for (size_t u = 0; u < top; u++) {
-		struct unit *x = &units[u];
+		struct unit *x = &pg.units[u];
 		if ((x->state == U_HEAP || x->state == U_LARGE) && x->backing == SP_BACKING_4K) {
 			x->backing = SP_BACKING_THP;
-			st_units[SP_BACKING_4K]--;
-			st_units[SP_BACKING_THP]++;
+			pg.st.units[SP_BACKING_4K]--;
+			pg.st.units[SP_BACKING_THP]++;
 		}
 	}
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	/* Advisory: a unit freed meanwhile is collapsed for nothing, never harmed. */
 	for (size_t u = 0; u < top; u++)
-		if (units[u].state == U_HEAP || units[u].state == U_LARGE)
+		if (pg.units[u].state == U_HEAP || pg.units[u].state == U_LARGE)
 			sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, MADV_COLLAPSE);
 }
 
@@ -323,7 +275,7 @@ static int claim_space(size_t from, size_t to)
 	void *at = (void *)unit_addr(from), *out;
 	size_t len = (to - from) << UNIT_SHIFT;
 	int r;
-	if (!lazy) {
+	if (!pg.lazy) {
 		r = sp_os->mprotect(at, len, PROT_READ | PROT_WRITE);
 	} else {
 		r = sp_os->mmap(at, len, PROT_READ | PROT_WRITE,
@@ -344,7 +296,7 @@ static void unclaim_space(size_t from, size_t to)
 {
 	void *at = (void *)unit_addr(from), *out;
 	size_t len = (to - from) << UNIT_SHIFT;
-	if (lazy)
+	if (pg.lazy)
 		sp_os->munmap(at, len);
 	else if (sp_os->mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
 			     MAP_FIXED, -1, 0, &out) == 0)
@@ -353,50 +305,50 @@ static void unclaim_space(size_t from, size_t to)
 
 static int grow(size_t need_units)
 {
-	size_t want = need_units > frontier + GROW_UNITS ? need_units : frontier + GROW_UNITS;
-	if (tight)
+	size_t want = need_units > pg.frontier + GROW_UNITS ? need_units : pg.frontier + GROW_UNITS;
+	if (pg.tight)
 		want = need_units;
-	if (want > max_units)
-		want = max_units;
+	if (want > pg.max_units)
+		want = pg.max_units;
 	if (want < need_units)
 		return -ENOMEM;
 	/* Near a limit (or, lazy, below a mapping of the program's), what is needed
 	 * may still be had. */
-	int r = claim_space(frontier, want);
+	int r = claim_space(pg.frontier, want);
 	if (r < 0 && want > need_units)
-		r = claim_space(frontier, want = need_units);
+		r = claim_space(pg.frontier, want = need_units);
 	if (r == -EEXIST) {
 		/* Lazy: a mapping that is not ours lies there; the range ends here. */
-		max_units = frontier;
+		pg.max_units = pg.frontier;
 		rt_verbose(1, "the heap's range ends at %zu MiB: a mapping of the program's "
-			   "lies above it", frontier << UNIT_SHIFT >> 20);
+			   "lies above it", pg.frontier << UNIT_SHIFT >> 20);
 		return -ENOMEM;
 	}
 	if (r < 0)
 		return r;
-	size_t add = want - frontier;
+	size_t add = want - pg.frontier;
 	/* One page of pagemap per unit: 512 pointers; and 1 KiB of page info. */
-	r = sp_os->mprotect((char *)pagemap + frontier * PAGE_SIZE, add * PAGE_SIZE,
+	r = sp_os->mprotect((char *)heap_hot.pagemap + pg.frontier * PAGE_SIZE, add * PAGE_SIZE,
 			    PROT_READ | PROT_WRITE);
-	uintptr_t i0 = (uintptr_t)(heap_hot.pageinfo + frontier * PAGES_PER_UNIT) & ~(PAGE_SIZE - 1);
+	uintptr_t i0 = (uintptr_t)(heap_hot.pageinfo + pg.frontier * PAGES_PER_UNIT) & ~(PAGE_SIZE - 1);
 	uintptr_t i1 = (uintptr_t)(heap_hot.pageinfo + want * PAGES_PER_UNIT);
 	if (r == 0)
 		r = sp_os->mprotect((void *)i0, ((i1 + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)) - i0,
 				    PROT_READ | PROT_WRITE);
 	if (r < 0) {
-		unclaim_space(frontier, want);
+		unclaim_space(pg.frontier, want);
 		return r;
 	}
-	for (size_t u = frontier; u < want; u++) {
-		units[u].state = U_FREE;
-		units[u].prev = units[u].next = NO_UNIT;
-		units[u].bucket = NO_BUCKET;
+	for (size_t u = pg.frontier; u < want; u++) {
+		pg.units[u].state = U_FREE;
+		pg.units[u].prev = pg.units[u].next = NO_UNIT;
+		pg.units[u].bucket = NO_BUCKET;
 	}
-	bits_set(freebits, frontier, add, true);
-	__atomic_store_n(&frontier, want, __ATOMIC_RELEASE);
+	bits_set(pg.freebits, pg.frontier, add, true);
+	__atomic_store_n(&pg.frontier, want, __ATOMIC_RELEASE);
 	__atomic_store_n(&heap_hot.top_pages, want * PAGES_PER_UNIT, __ATOMIC_RELEASE);
-	if (lazy)
-		__atomic_store_n(&heap_end, unit_addr(want), __ATOMIC_RELEASE);
+	if (pg.lazy)
+		__atomic_store_n(&pg.end, unit_addr(want), __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -405,24 +357,24 @@ static int grow(size_t need_units)
  * without the lock. Under plock. */
 static void trim_top(void)
 {
-	size_t top = frontier;
-	if (!tight)
+	size_t top = pg.frontier;
+	if (!pg.tight)
 		return;
-	while (top > 0 && units[top - 1].state == U_FREE && !units[top - 1].in_cache &&
-	       bit(freebits, top - 1))
+	while (top > 0 && pg.units[top - 1].state == U_FREE && !pg.units[top - 1].in_cache &&
+	       bit(pg.freebits, top - 1))
 		top--;
-	if (top == frontier)
+	if (top == pg.frontier)
 		return;
-	size_t old = frontier;
+	size_t old = pg.frontier;
 	__atomic_store_n(&heap_hot.top_pages, top * PAGES_PER_UNIT, __ATOMIC_RELEASE);
-	__atomic_store_n(&frontier, top, __ATOMIC_RELEASE);
-	if (lazy)
-		__atomic_store_n(&heap_end, unit_addr(top), __ATOMIC_RELEASE);
+	__atomic_store_n(&pg.frontier, top, __ATOMIC_RELEASE);
+	if (pg.lazy)
+		__atomic_store_n(&pg.end, unit_addr(top), __ATOMIC_RELEASE);
 	unclaim_space(top, old);
-	bits_set(freebits, top, old - top, false);
+	bits_set(pg.freebits, top, old - top, false);
 	for (size_t u = top; u < old; u++) {
-		units[u].resident = 0;
-		units[u].backing = 0;
+		pg.units[u].resident = 0;
+		pg.units[u].backing = 0;
 	}
 }
 
@@ -449,8 +401,8 @@ static bool lazy_place(size_t limit)
 		sp_os->munmap(out, UNIT_SIZE);
 		if ((uintptr_t)out != at)
 			continue;
-		base = at;
-		max_units = n;
+		pg.base = at;
+		pg.max_units = n;
 		return true;
 	}
 	return false;
@@ -463,69 +415,68 @@ int pages_init(const struct sp_options *o)
 	/* auto is THP for the heap: MAP_PRIVATE hugetlb pages are copied on write in a
 	 * forked child, from the pool, and a child that finds the pool empty dies of
 	 * SIGBUS. THP copies fall back to base pages instead. 2m is the user's choice. */
-	policy = o->backing == SP_BACKING_AUTO ? SP_BACKING_THP : o->backing;
-	small_first = o->backing == SP_BACKING_AUTO;
+	pg.policy = o->backing == SP_BACKING_AUTO ? SP_BACKING_THP : o->backing;
+	pg.small_first = o->backing == SP_BACKING_AUTO;
 	if (!o->heap)
-		policy = SP_BACKING_4K; /* --no-heap: malloc on base pages, mappings still huge */
+		pg.policy = SP_BACKING_4K; /* --no-heap: malloc on base pages, mappings still huge */
 	if (o->backing == SP_BACKING_2M || o->backing == SP_BACKING_1G)
-		map_rung = o->backing;
+		pg.map_rung = o->backing;
 	const struct sp_view *v = sp_view_get();
-	if (policy == SP_BACKING_THP && (!v->thp_present || v->thp_never ||
+	if (pg.policy == SP_BACKING_THP && (!v->thp_present || v->thp_never ||
 					 v->features.thp_disabled_here)) {
 		fall(SP_BACKING_THP, !v->thp_present ? SP_FALL_UNSUPPORTED : SP_FALL_THP_OFF);
-		policy = SP_BACKING_4K;
+		pg.policy = SP_BACKING_4K;
 	}
 	struct rlimit as, data;
 	bool data_set = getrlimit(RLIMIT_DATA, &data) == 0 && data.rlim_cur != RLIM_INFINITY;
-	lazy = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
-	tight = lazy || data_set;
+	pg.lazy = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+	pg.tight = pg.lazy || data_set;
 	/* The range never holds more than the limits let it have (and its metadata,
 	 * sized by it, counts against RLIMIT_DATA too). */
 	size_t most = RANGE_MAX_MIB << 20;
-	if (lazy && as.rlim_cur < most)
+	if (pg.lazy && as.rlim_cur < most)
 		most = as.rlim_cur;
 	if (data_set && data.rlim_cur < most)
 		most = data.rlim_cur;
 	most = (most + UNIT_SIZE - 1) & ~(UNIT_SIZE - 1);
-	if (lazy && !lazy_place(most))
-		lazy = false; /* (reserved then, as far as the limit lets it be) */
-	if (lazy)
+	if (pg.lazy && !lazy_place(most))
+		pg.lazy = false; /* (reserved then, as far as the limit lets it be) */
+	if (pg.lazy)
 		rt_verbose(1, "RLIMIT_AS is %zu MiB: the heap's range is claimed as it grows, at %p",
-			   (size_t)(as.rlim_cur >> 20), (void *)base);
-	for (size_t i = 0; !lazy && i < sizeof sizes_mib / sizeof *sizes_mib; i++) {
+			   (size_t)(as.rlim_cur >> 20), (void *)pg.base);
+	for (size_t i = 0; !pg.lazy && i < sizeof sizes_mib / sizeof *sizes_mib; i++) {
 		size_t len = sizes_mib[i] << 20 < most ? sizes_mib[i] << 20 : most;
 		void *p;
 		/* Address space only: PROT_NONE costs nothing until the frontier grows. */
 		if (sp_map_aligned(len, len < (1ul << 30) ? UNIT_SIZE : 1ul << 30, PROT_NONE,
 				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, &p) < 0)
 			continue;
-		base = (uintptr_t)p;
-		max_units = len >> UNIT_SHIFT;
+		pg.base = (uintptr_t)p;
+		pg.max_units = len >> UNIT_SHIFT;
 		break;
 	}
-	if (!base)
+	if (!pg.base)
 		return -ENOMEM;
-	if (!lazy)
-		sp_os->madvise((void *)base, max_units << UNIT_SHIFT, range_advice());
+	if (!pg.lazy)
+		sp_os->madvise((void *)pg.base, pg.max_units << UNIT_SHIFT, range_advice());
 	void *m;
-	size_t meta = max_units * sizeof(struct unit) + (max_units / 64 + 1) * 8;
+	size_t meta = pg.max_units * sizeof(struct unit) + (pg.max_units / 64 + 1) * 8;
 	if (sp_os->mmap(NULL, meta, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
 		return -ENOMEM;
-	units = m;
-	freebits = (uint64_t *)(void *)((char *)m + max_units * sizeof(struct unit));
-	size_t info = (max_units * PAGES_PER_UNIT * sizeof *heap_hot.pageinfo + PAGE_SIZE - 1) &
+	pg.units = m;
+	pg.freebits = (uint64_t *)(void *)((char *)m + pg.max_units * sizeof(struct unit));
+	size_t info = (pg.max_units * PAGES_PER_UNIT * sizeof *heap_hot.pageinfo + PAGE_SIZE - 1) &
 		      ~(PAGE_SIZE - 1);
-	if (sp_os->mmap(NULL, max_units * PAGE_SIZE + info, PROT_NONE,
+	if (sp_os->mmap(NULL, pg.max_units * PAGE_SIZE + info, PROT_NONE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
 		return -ENOMEM;
-	pagemap = m;
-	heap_pagemap = m;
-	heap_hot.pageinfo = (uint16_t *)(void *)((char *)m + max_units * PAGE_SIZE);
-	heap_hot.base = base;
-	heap_end = lazy ? base : base + (max_units << UNIT_SHIFT);
+	heap_hot.pagemap = m;
+	heap_hot.pageinfo = (uint16_t *)(void *)((char *)m + pg.max_units * PAGE_SIZE);
+	heap_hot.base = pg.base;
+	pg.end = pg.lazy ? pg.base : pg.base + (pg.max_units << UNIT_SHIFT);
 	for (int b = 0; b < NBUCKET; b++)
-		bucket_head[b] = NO_UNIT;
+		pg.bucket_head[b] = NO_UNIT;
 	return 0;
 }
 
@@ -533,21 +484,21 @@ int pages_init(const struct sp_options *o)
 
 static struct span *span_new(void)
 {
-	struct span *s = span_free_list;
+	struct span *s = spans.free;
 	if (s) {
-		span_free_list = s->next;
+		spans.free = s->next;
 	} else {
-		if (span_chunk_left < sizeof *s) {
+		if (spans.left < sizeof *s) {
 			void *c;
 			if (sp_os->mmap(NULL, 65536, PROT_READ | PROT_WRITE,
 					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &c) < 0)
 				return NULL;
-			span_chunk = c;
-			span_chunk_left = 65536;
+			spans.chunk = c;
+			spans.left = 65536;
 		}
-		s = (struct span *)(void *)span_chunk;
-		span_chunk += sizeof *s;
-		span_chunk_left -= sizeof *s;
+		s = (struct span *)(void *)spans.chunk;
+		spans.chunk += sizeof *s;
+		spans.left -= sizeof *s;
 	}
 	memset(s, 0, sizeof *s);
 	s->magic = SPAN_MAGIC;
@@ -557,8 +508,8 @@ static struct span *span_new(void)
 static void span_delete(struct span *s)
 {
 	s->magic = 0;
-	s->next = span_free_list;
-	span_free_list = s;
+	s->next = spans.free;
+	spans.free = s;
 }
 
 /* Deletes a chain of span descriptors linked through next. Under plock. */
@@ -573,12 +524,12 @@ static void spans_delete(struct span *list)
 
 static size_t page_of(uintptr_t a)
 {
-	return (a - base) >> PAGE_SHIFT;
+	return (a - pg.base) >> PAGE_SHIFT;
 }
 
 static void map_set(size_t page, struct span *s)
 {
-	atomic_store_explicit(&pagemap[page], s, memory_order_release);
+	atomic_store_explicit(&heap_hot.pagemap[page], s, memory_order_release);
 }
 
 void pages_map_all(struct span *s)
@@ -591,7 +542,7 @@ void pages_map_all(struct span *s)
 struct span *pages_lookup(const void *addr, bool *in_range)
 {
 	uintptr_t a = (uintptr_t)addr;
-	*in_range = a - heap_hot.base < __atomic_load_n(&heap_end, __ATOMIC_ACQUIRE) - heap_hot.base;
+	*in_range = a - heap_hot.base < __atomic_load_n(&pg.end, __ATOMIC_ACQUIRE) - heap_hot.base;
 	if (!*in_range)
 		return outside_lookup(a);
 	if (((a - heap_hot.base) >> PAGE_SHIFT) >=
@@ -606,8 +557,8 @@ struct span *pages_lookup(const void *addr, bool *in_range)
 static void set_nfree(struct unit *x, size_t n)
 {
 	if (!x->mapping) {
-		unit_free_pages += n - x->nfree;
-		full_units += (size_t)(n == 0) - (size_t)(x->nfree == 0);
+		pg.unit_free_pages += n - x->nfree;
+		pg.full_units += (size_t)(n == 0) - (size_t)(x->nfree == 0);
 	}
 	x->nfree = (uint16_t)n;
 }
@@ -616,24 +567,24 @@ static void set_nfree(struct unit *x, size_t n)
 static void heap_unit_gone(struct unit *x)
 {
 	if (x->bucket != NO_BUCKET)
-		list_unlink(&bucket_head[x->bucket], NULL, (int32_t)(x - units));
+		list_unlink(&pg.bucket_head[x->bucket], NULL, (int32_t)(x - pg.units));
 	x->bucket = NO_BUCKET;
-	unit_free_pages -= PAGES_PER_UNIT;
-	heap_units--;
+	pg.unit_free_pages -= PAGES_PER_UNIT;
+	pg.heap_units--;
 }
 
 /* FREE unit u joins the page heap, empty, with the backing it got. */
 static void heap_unit_init(size_t u, enum sp_backing got)
 {
-	struct unit *x = &units[u];
+	struct unit *x = &pg.units[u];
 	x->state = U_HEAP;
 	x->backing = (uint8_t)got;
 	x->resident = 1;
 	x->nfree = PAGES_PER_UNIT;
-	unit_free_pages += PAGES_PER_UNIT;
+	pg.unit_free_pages += PAGES_PER_UNIT;
 	memset(x->free, 0xff, sizeof x->free);
 	x->bucket = NO_BUCKET;
-	heap_units++;
+	pg.heap_units++;
 	count_units(got, 1);
 }
 
@@ -641,24 +592,24 @@ static void heap_unit_init(size_t u, enum sp_backing got)
  * the lowest free one. Returns its index or NO_UNIT. */
 static int32_t take_unit(void)
 {
-	int32_t u = cache_head;
+	int32_t u = pg.cache_head;
 	bool kept = u != NO_UNIT;
 	if (kept) {
 		cache_remove(u);
-		st_reused++;
+		pg.st.reused++;
 	} else {
-		size_t f = bits_next(freebits, 0, frontier, true);
-		if (f == frontier) {
-			if (grow(frontier + 1) < 0)
+		size_t f = bits_next(pg.freebits, 0, pg.frontier, true);
+		if (f == pg.frontier) {
+			if (grow(pg.frontier + 1) < 0)
 				return NO_UNIT;
-			f = bits_next(freebits, 0, frontier, true);
-			if (f == frontier)
+			f = bits_next(pg.freebits, 0, pg.frontier, true);
+			if (f == pg.frontier)
 				return NO_UNIT;
 		}
 		u = (int32_t)f;
 	}
-	bits_set(freebits, (size_t)u, 1, false);
-	struct unit *x = &units[u];
+	bits_set(pg.freebits, (size_t)u, 1, false);
+	struct unit *x = &pg.units[u];
 	/* (An empty unit kept on a hugetlb page stays on it.) */
 	heap_unit_init((size_t)u, kept && is_hugetlb(x->backing) ? (enum sp_backing)x->backing
 								  : back_units((size_t)u, 1));
@@ -676,19 +627,19 @@ static int32_t take_unit(void)
 /* A HEAP unit whose free pages a run may take: the heap's, not a program's mapping. */
 static bool joinable(size_t u)
 {
-	return units[u].state == U_HEAP && !units[u].mapping;
+	return pg.units[u].state == U_HEAP && !pg.units[u].mapping;
 }
 
 /* The free pages at the end and at the start of a HEAP unit. */
 static size_t unit_tail(size_t u)
 {
-	size_t used = bits_prev(units[u].free, PAGES_PER_UNIT, false);
+	size_t used = bits_prev(pg.units[u].free, PAGES_PER_UNIT, false);
 	return used == SIZE_MAX ? PAGES_PER_UNIT : PAGES_PER_UNIT - 1 - used;
 }
 
 static size_t unit_head(size_t u)
 {
-	return bits_next(units[u].free, 0, PAGES_PER_UNIT, false);
+	return bits_next(pg.units[u].free, 0, PAGES_PER_UNIT, false);
 }
 
 /* The part of pages [p, p+n) that lies in unit u, as pages [*from, *to) of it. */
@@ -705,7 +656,7 @@ static size_t fresh_units(size_t u, size_t n)
 {
 	size_t k = 0;
 	for (size_t i = u; i < u + n; i++)
-		k += i >= frontier || !units[i].resident;
+		k += i >= pg.frontier || !pg.units[i].resident;
 	return k;
 }
 
@@ -755,9 +706,9 @@ static size_t find_place(size_t np)
 {
 	struct place best = { SIZE_MAX, SIZE_MAX, 0, SIZE_MAX };
 	size_t at = 0, t = 0, m = 0; /* the open stretch: its tail, its FREE units */
-	for (size_t u = 0; u < frontier; u++) {
-		if (bit(freebits, u)) {
-			size_t e = bits_next(freebits, u, frontier, false);
+	for (size_t u = 0; u < pg.frontier; u++) {
+		if (bit(pg.freebits, u)) {
+			size_t e = bits_next(pg.freebits, u, pg.frontier, false);
 			m += e - u;
 			u = e - 1;
 			continue;
@@ -771,7 +722,7 @@ static size_t find_place(size_t np)
 		m = 0;
 	}
 	/* The last stretch runs on past the frontier, to the end of the range. */
-	place_in(&best, np, at, t, m + (max_units - frontier), 0);
+	place_in(&best, np, at, t, m + (pg.max_units - pg.frontier), 0);
 	return best.page;
 }
 
@@ -788,10 +739,10 @@ static void release_locked(const struct release *rel);
  * 9 kept units, 18 MiB of its 310). Under plock. */
 static void trim_kept(size_t made)
 {
-	while (made-- > 0 && cache_tail != NO_UNIT) {
-		int32_t u = cache_tail;
+	while (made-- > 0 && pg.cache_tail != NO_UNIT) {
+		int32_t u = pg.cache_tail;
 		cache_remove(u);
-		units[u].state = U_RELEASING;
+		pg.units[u].state = U_RELEASING;
 		struct release rel = { .u = (size_t)u, .n = 1, .extra = NO_EXTRA };
 		release_locked(&rel);
 	}
@@ -804,32 +755,32 @@ static void trim_kept(size_t made)
 static bool take_pages(size_t p, size_t np, bool *clean)
 {
 	size_t u0 = p / PAGES_PER_UNIT, u1 = (p + np - 1) / PAGES_PER_UNIT + 1;
-	if (u1 > frontier && grow(u1) < 0)
+	if (u1 > pg.frontier && grow(u1) < 0)
 		return false;
 	bool fresh = true;
 	for (size_t i = u0; i < u1;) {
-		if (!bit(freebits, i)) {
+		if (!bit(pg.freebits, i)) {
 			fresh = false; /* a HEAP unit's free pages: they may have been used */
 			i++;
 			continue;
 		}
-		if (units[i].in_cache) {
+		if (pg.units[i].in_cache) {
 			cache_remove((int32_t)i);
-			st_reused++;
-			bits_set(freebits, i, 1, false);
-			heap_unit_init(i, is_hugetlb(units[i].backing) ? (enum sp_backing)units[i].backing
+			pg.st.reused++;
+			bits_set(pg.freebits, i, 1, false);
+			heap_unit_init(i, is_hugetlb(pg.units[i].backing) ? (enum sp_backing)pg.units[i].backing
 								       : back_units(i, 1));
 			fresh = false;
 			i++;
 			continue;
 		}
 		size_t e = i, made = 0;
-		while (e < u1 && bit(freebits, e) && !units[e].in_cache) {
-			fresh = fresh && !units[e].resident;
-			made += !units[e].resident;
+		while (e < u1 && bit(pg.freebits, e) && !pg.units[e].in_cache) {
+			fresh = fresh && !pg.units[e].resident;
+			made += !pg.units[e].resident;
 			e++;
 		}
-		bits_set(freebits, i, e - i, false);
+		bits_set(pg.freebits, i, e - i, false);
 		enum sp_backing got = back_units(i, e - i);
 		for (size_t k = i; k < e; k++)
 			heap_unit_init(k, got);
@@ -839,8 +790,8 @@ static bool take_pages(size_t p, size_t np, bool *clean)
 	for (size_t i = u0; i < u1; i++) {
 		size_t from, to;
 		unit_part(p, np, i, &from, &to);
-		bits_set(units[i].free, from, to - from, false);
-		set_nfree(&units[i], units[i].nfree - (to - from));
+		bits_set(pg.units[i].free, from, to - from, false);
+		set_nfree(&pg.units[i], pg.units[i].nfree - (to - from));
 		rebucket((int32_t)i);
 	}
 	*clean = fresh;
@@ -854,9 +805,9 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	 * inside one. */
 	bool across = (kind == SPAN_MEDIUM || kind == SPAN_SMALL || kind == SPAN_FIT) && align <= 1;
 	if (npages == 0 || (npages > PAGES_PER_UNIT && !across) || align > PAGES_PER_UNIT ||
-	    npages > (max_units << (UNIT_SHIFT - PAGE_SHIFT)))
+	    npages > (pg.max_units << (UNIT_SHIFT - PAGE_SHIFT)))
 		return NULL;
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	struct span *s = span_new();
 	int32_t u = NO_UNIT;
 	size_t at = PAGES_PER_UNIT, p = SIZE_MAX;
@@ -866,10 +817,10 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	/* Best fit by longest free run: the smallest bucket that can hold the run. */
 	for (unsigned b = npages <= PAGES_PER_UNIT ? bucket_of((unsigned)npages) : NBUCKET;
 	     b < NBUCKET && u == NO_UNIT; b++) {
-		for (int32_t c = bucket_head[b]; c != NO_UNIT; c = units[c].next) {
-			if (units[c].longest < npages)
+		for (int32_t c = pg.bucket_head[b]; c != NO_UNIT; c = pg.units[c].next) {
+			if (pg.units[c].longest < npages)
 				continue;
-			at = bits_find_run_phase(units[c].free, PAGES_PER_UNIT, npages, align, 0);
+			at = bits_find_run_phase(pg.units[c].free, PAGES_PER_UNIT, npages, align, 0);
 			if (at < PAGES_PER_UNIT) {
 				u = c;
 				break;
@@ -877,12 +828,12 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		}
 	}
 	if (u != NO_UNIT) {
-		struct unit *x = &units[u];
+		struct unit *x = &pg.units[u];
 		bits_set(x->free, at, npages, false);
 		set_nfree(x, x->nfree - npages);
 		rebucket(u);
 		p = (size_t)u * PAGES_PER_UNIT + at;
-	} else if (across && (npages > PAGES_PER_UNIT || cache_head == NO_UNIT)) {
+	} else if (across && (npages > PAGES_PER_UNIT || pg.cache_head == NO_UNIT)) {
 		/* (An empty unit kept resident holds a run of a unit or less at no cost,
 		 * and without a walk over the units.) */
 		p = find_place(npages);
@@ -892,29 +843,29 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		u = take_unit();
 		if (u == NO_UNIT)
 			goto fail;
-		bits_set(units[u].free, 0, npages, false);
-		set_nfree(&units[u], PAGES_PER_UNIT - npages);
+		bits_set(pg.units[u].free, 0, npages, false);
+		set_nfree(&pg.units[u], PAGES_PER_UNIT - npages);
 		rebucket(u);
 		p = (size_t)u * PAGES_PER_UNIT;
 	}
 	s->kind = (uint8_t)kind;
-	s->start = base + (p << PAGE_SHIFT);
+	s->start = pg.base + (p << PAGE_SHIFT);
 	s->npages = npages;
 	s->clean = clean;
 	if (kind == SPAN_MMAP)
-		st_small_mmap_pages += npages;
+		pg.st.small_mmap_pages += npages;
 	if (span_maps_all(kind))
 		pages_map_all(s);
 	else
 		map_set(p, s);
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	maybe_promote();
 	rt_live_tick();
 	return s;
 fail:
 	if (s)
 		span_delete(s);
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	return NULL;
 }
 
@@ -926,60 +877,60 @@ static void mark_released(const struct release *rel, unsigned ok);
  * else mark it RELEASING for the caller to give back. */
 static bool retire_units(size_t u, size_t n, struct release *rel)
 {
-	bool hugetlb = is_hugetlb(units[u].backing), mapping = units[u].mapping;
+	bool hugetlb = is_hugetlb(pg.units[u].backing), mapping = pg.units[u].mapping;
 	uint64_t in_use = 0;
 	if (mapping) {
 		/* A program's mapping fallen to plain memory had THP advice of its own; and
 		 * what the program unmaps is given back, not kept resident. */
 		for (size_t i = u; i < u + n; i++)
-			units[i].mapping = 0;
-		mapping_units -= n;
+			pg.units[i].mapping = 0;
+		pg.mapping_units -= n;
 		if (!hugetlb)
 			sp_os->madvise((void *)unit_addr(u), n << UNIT_SHIFT, range_advice());
 	}
 	for (size_t i = u; i < u + n; i++)
-		count_units((enum sp_backing)units[i].backing, -1);
+		count_units((enum sp_backing)pg.units[i].backing, -1);
 	for (int b = 0; b < SP_BACKING_COUNT; b++)
-		in_use += st_units[b];
+		in_use += pg.st.units[b];
 	/* Empty units stay resident, for a program that frees and allocates again (a
 	 * growing string, a buffer per request) to pay no new fault: as many as it had
 	 * resident lately over what it has in use now (at most as many as it has in
 	 * use, or 16), and at least one per four in use (at least four). Past that, and
 	 * once that peak is a second old, units go back to the kernel. */
 	uint64_t now = sp_os->now_ns();
-	if (now - recent_peak_ns > RECENT_NS) {
-		recent_peak = in_use + n;
-		recent_peak_ns = now;
+	if (now - pg.st.recent_peak_ns > RECENT_NS) {
+		pg.st.recent_peak = in_use + n;
+		pg.st.recent_peak_ns = now;
 	}
 	size_t limit = in_use / 4 > 4 ? (size_t)(in_use / 4) : 4;
-	size_t lately = recent_peak > in_use ? (size_t)(recent_peak - in_use) : 0;
+	size_t lately = pg.st.recent_peak > in_use ? (size_t)(pg.st.recent_peak - in_use) : 0;
 	size_t most = in_use > 16 ? (size_t)in_use : 16;
 	if (lately > limit)
 		limit = lately < most ? lately : most;
 	/* (1 GiB pages are not kept: a fraction of one is not a unit to give out.) */
-	if (!tight && units[u].backing != SP_BACKING_1G && !mapping && cached + n <= limit) {
+	if (!pg.tight && pg.units[u].backing != SP_BACKING_1G && !mapping && pg.cached + n <= limit) {
 		for (size_t i = u; i < u + n; i++) {
-			units[i].state = U_FREE;
-			units[i].in_cache = 1;
-			list_push_front(&cache_head, &cache_tail, (int32_t)i);
-			cached++;
+			pg.units[i].state = U_FREE;
+			pg.units[i].in_cache = 1;
+			list_push_front(&pg.cache_head, &pg.cache_tail, (int32_t)i);
+			pg.cached++;
 		}
-		bits_set(freebits, u, n, true);
+		bits_set(pg.freebits, u, n, true);
 		return false;
 	}
 	for (size_t i = u; i < u + n; i++)
-		units[i].state = U_RELEASING;
+		pg.units[i].state = U_RELEASING;
 	rel->u = u;
 	rel->n = n;
 	rel->extra = NO_EXTRA;
 	/* The cache may hold more than its limit now (it was filled while more was in
 	 * use): each run given back takes its oldest unit along, until it fits. */
-	if (cached > limit && cache_tail != NO_UNIT &&
-	    is_hugetlb(units[cache_tail].backing) == hugetlb) {
-		int32_t t = cache_tail;
+	if (pg.cached > limit && pg.cache_tail != NO_UNIT &&
+	    is_hugetlb(pg.units[pg.cache_tail].backing) == hugetlb) {
+		int32_t t = pg.cache_tail;
 		cache_remove(t);
-		bits_set(freebits, (size_t)t, 1, false);
-		units[t].state = U_RELEASING;
+		bits_set(pg.freebits, (size_t)t, 1, false);
+		pg.units[t].state = U_RELEASING;
 		rel->extra = (size_t)t;
 	}
 	if (hugetlb) {
@@ -1002,7 +953,7 @@ static bool retire_units(size_t u, size_t n, struct release *rel)
 static unsigned give_back_units(const struct release *rel)
 {
 	unsigned ok = 0;
-	if (is_hugetlb(units[rel->u].backing)) { /* (and the extra unit, if any: hugetlb too) */
+	if (is_hugetlb(pg.units[rel->u].backing)) { /* (and the extra unit, if any: hugetlb too) */
 		unback_hugetlb(rel->u, rel->n);
 		if (rel->extra != NO_EXTRA)
 			unback_hugetlb(rel->extra, 1);
@@ -1018,10 +969,10 @@ static unsigned give_back_units(const struct release *rel)
 
 static void mark_one_released(size_t u, bool ok)
 {
-	units[u].state = U_FREE;
-	units[u].resident = !ok;
+	pg.units[u].state = U_FREE;
+	pg.units[u].resident = !ok;
 	if (ok)
-		units[u].backing = 0;
+		pg.units[u].backing = 0;
 }
 
 /* A unit whose madvise failed stays marked resident: memory given out from it is
@@ -1030,12 +981,12 @@ static void mark_released(const struct release *rel, unsigned ok)
 {
 	for (size_t i = rel->u; i < rel->u + rel->n; i++)
 		mark_one_released(i, ok & GAVE_RUN);
-	bits_set(freebits, rel->u, rel->n, true);
-	st_released += rel->n;
+	bits_set(pg.freebits, rel->u, rel->n, true);
+	pg.st.released += rel->n;
 	if (rel->extra != NO_EXTRA) {
 		mark_one_released(rel->extra, ok & GAVE_EXTRA);
-		bits_set(freebits, rel->extra, 1, true);
-		st_released++;
+		bits_set(pg.freebits, rel->extra, 1, true);
+		pg.st.released++;
 	}
 	trim_top();
 }
@@ -1044,9 +995,9 @@ static void mark_released(const struct release *rel, unsigned ok)
 static void release(const struct release *rel)
 {
 	unsigned ok = give_back_units(rel);
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	mark_released(rel, ok);
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 }
 
 static void release_locked(const struct release *rel)
@@ -1062,16 +1013,16 @@ static void release_locked(const struct release *rel)
 static bool mapping_unit_freed(size_t u, struct release *rel)
 {
 	size_t first = u, n = 1;
-	if (units[u].nfree < PAGES_PER_UNIT)
+	if (pg.units[u].nfree < PAGES_PER_UNIT)
 		return false;
-	if (units[u].backing == SP_BACKING_1G) {
+	if (pg.units[u].backing == SP_BACKING_1G) {
 		first = u - u % GIGA_UNITS;
 		n = GIGA_UNITS;
 		for (size_t i = first; i < first + n; i++)
-			if (units[i].nfree < PAGES_PER_UNIT)
+			if (pg.units[i].nfree < PAGES_PER_UNIT)
 				return false;
 	}
-	heap_units -= n;
+	pg.heap_units -= n;
 	return retire_units(first, n, rel);
 }
 
@@ -1082,10 +1033,10 @@ static void release_emptied(size_t u, size_t n)
 {
 	for (size_t i = u; i < u + n; i++) {
 		struct release rel;
-		if (units[i].state != U_HEAP || !units[i].mapping || is_hugetlb(units[i].backing) ||
-		    units[i].nfree < PAGES_PER_UNIT)
+		if (pg.units[i].state != U_HEAP || !pg.units[i].mapping || is_hugetlb(pg.units[i].backing) ||
+		    pg.units[i].nfree < PAGES_PER_UNIT)
 			continue;
-		heap_units--;
+		pg.heap_units--;
 		if (retire_units(i, 1, &rel))
 			release_locked(&rel);
 	}
@@ -1096,7 +1047,7 @@ static void release_emptied(size_t u, size_t n)
 static bool free_pages(size_t p0, size_t n, struct release *rel)
 {
 	size_t u = p0 / PAGES_PER_UNIT;
-	struct unit *x = &units[u];
+	struct unit *x = &pg.units[u];
 	bits_set(x->free, p0 % PAGES_PER_UNIT, n, true);
 	set_nfree(x, x->nfree + n);
 	if (x->mapping)
@@ -1120,7 +1071,7 @@ static bool free_run(size_t p, size_t n, struct release *rel)
 		return free_pages(p, n, rel);
 	size_t e0 = SIZE_MAX, e1 = 0; /* the emptied units: the run covered those between */
 	for (size_t u = u0; u < u1; u++) {
-		struct unit *x = &units[u];
+		struct unit *x = &pg.units[u];
 		size_t from, to;
 		unit_part(p, n, u, &from, &to);
 		bits_set(x->free, from, to - from, true);
@@ -1137,7 +1088,7 @@ static bool free_run(size_t p, size_t n, struct release *rel)
 	bool out = false;
 	for (size_t a = e0; a < e1;) {
 		size_t b = a + 1;
-		while (b < e1 && is_hugetlb(units[b].backing) == is_hugetlb(units[a].backing))
+		while (b < e1 && is_hugetlb(pg.units[b].backing) == is_hugetlb(pg.units[a].backing))
 			b++;
 		struct release r;
 		if (retire_units(a, b - a, &r)) {
@@ -1160,12 +1111,12 @@ void pages_free(struct span *s)
 		outside_free(s);
 		return;
 	}
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	size_t p0 = page_of(s->start);
 	if (s->kind == SPAN_LARGE) {
 		map_set(p0, NULL);
-		st_large_blocks--;
-		st_large_bytes -= s->npages << PAGE_SHIFT;
+		pg.st.large_blocks--;
+		pg.st.large_bytes -= s->npages << PAGE_SHIFT;
 		give_back = retire_units(p0 / PAGES_PER_UNIT, s->npages / PAGES_PER_UNIT, &rel);
 	} else {
 		size_t n = span_maps_all(s->kind) ? s->npages : 1;
@@ -1174,7 +1125,7 @@ void pages_free(struct span *s)
 		give_back = free_run(p0, s->npages, &rel);
 	}
 	span_delete(s);
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	if (give_back)
 		release(&rel);
 	rt_live_tick();
@@ -1182,22 +1133,22 @@ void pages_free(struct span *s)
 
 void pages_range(uintptr_t *lo, uintptr_t *hi)
 {
-	*lo = base;
-	*hi = lazy ? __atomic_load_n(&heap_end, __ATOMIC_ACQUIRE) : base + (max_units << UNIT_SHIFT);
+	*lo = pg.base;
+	*hi = pg.lazy ? __atomic_load_n(&pg.end, __ATOMIC_ACQUIRE) : pg.base + (pg.max_units << UNIT_SHIFT);
 }
 
 /* The SPAN_MMAP span on page p, if any. Under plock. */
 static struct span *mmap_span_at(size_t p)
 {
-	struct span *s = atomic_load_explicit(&pagemap[p], memory_order_relaxed);
+	struct span *s = atomic_load_explicit(&heap_hot.pagemap[p], memory_order_relaxed);
 	return s && s->kind == SPAN_MMAP ? s : NULL;
 }
 
 /* Clamps [addr, addr+len) to the writable part of the range, in pages. */
 static bool page_window(uintptr_t addr, size_t len, size_t *first, size_t *last)
 {
-	uintptr_t lo = addr > base ? addr : base, hi = addr + len;
-	uintptr_t top = unit_addr(frontier);
+	uintptr_t lo = addr > pg.base ? addr : pg.base, hi = addr + len;
+	uintptr_t top = unit_addr(pg.frontier);
 	if (hi > top)
 		hi = top;
 	if (hi <= lo)
@@ -1211,7 +1162,7 @@ static bool page_window(uintptr_t addr, size_t len, size_t *first, size_t *last)
  * re-protected: private anonymous, read-write, with the range's THP advice. */
 static bool restore_pages(size_t lo, size_t hi)
 {
-	void *at = (void *)(base + (lo << PAGE_SHIFT)), *out;
+	void *at = (void *)(pg.base + (lo << PAGE_SHIFT)), *out;
 	size_t len = (hi - lo) << PAGE_SHIFT;
 	if (sp_os->mmap(at, len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0, &out) < 0)
@@ -1225,9 +1176,9 @@ void pages_unmap(uintptr_t addr, size_t len)
 	struct release rel[8];
 	int nrel = 0;
 	size_t p, last;
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	if (!page_window(addr, len, &p, &last)) {
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		return;
 	}
 	while (p < last) {
@@ -1253,20 +1204,20 @@ void pages_unmap(uintptr_t addr, size_t len)
 		if (r) {
 			/* A hole in the middle: the right part becomes a span of its own. */
 			*r = *s;
-			r->start = base + (hi << PAGE_SHIFT);
+			r->start = pg.base + (hi << PAGE_SHIFT);
 			r->npages = s1 - hi;
 			pages_map_all(r);
 			s->npages = lo - s0;
 		} else if (hi < s1) {
-			s->start = base + (hi << PAGE_SHIFT);
+			s->start = pg.base + (hi << PAGE_SHIFT);
 			s->npages = s1 - hi;
 		} else if (lo > s0) {
 			s->npages = lo - s0;
 		} else {
 			span_delete(s);
 		}
-		if (!units[lo / PAGES_PER_UNIT].mapping) /* (large mappings are not counted) */
-			st_small_mmap_pages -= hi - lo;
+		if (!pg.units[lo / PAGES_PER_UNIT].mapping) /* (large mappings are not counted) */
+			pg.st.small_mmap_pages -= hi - lo;
 		if (!reusable) {
 			p = hi;
 			continue;
@@ -1280,7 +1231,7 @@ void pages_unmap(uintptr_t addr, size_t len)
 		}
 		p = hi;
 	}
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	for (int i = 0; i < nrel; i++)
 		release(&rel[i]);
 }
@@ -1288,29 +1239,29 @@ void pages_unmap(uintptr_t addr, size_t len)
 void pages_note_foreign(uintptr_t addr, size_t len)
 {
 	size_t p, last;
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	if (page_window(addr, len, &p, &last))
 		for (; p < last; p++) {
 			struct span *s = mmap_span_at(p);
 			/* (A hugetlb unit is never changed: pages_demote copied it to THP
 			 * first, or the change was none, mprotect to read-write.) */
-			if (s && !is_hugetlb(units[p / PAGES_PER_UNIT].backing))
+			if (s && !is_hugetlb(pg.units[p / PAGES_PER_UNIT].backing))
 				s->foreign = true;
 		}
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 }
 
 bool pages_program_owns(uintptr_t addr, size_t len)
 {
 	size_t p, last;
 	bool owns = true;
-	pthread_mutex_lock(&plock);
-	if (addr < base || addr + len > unit_addr(frontier) || !page_window(addr, len, &p, &last))
+	pthread_mutex_lock(&pg.lock);
+	if (addr < pg.base || addr + len > unit_addr(pg.frontier) || !page_window(addr, len, &p, &last))
 		owns = false;
 	else
 		for (; p < last && owns; p++)
 			owns = mmap_span_at(p) != NULL;
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	return owns;
 }
 
@@ -1321,10 +1272,12 @@ bool pages_program_owns(uintptr_t addr, size_t len)
  * the kernel commits that (no MAP_NORESERVE), 2 MiB-aligned and advised huge as the
  * range is. Its span (SPAN_OUTSIDE) is found by its start in a hash table. */
 #define OUT_TOMB ((struct span *)1)
-static struct span **out_tab;             /* NULL, OUT_TOMB or a span; under plock */
-static size_t out_cap, out_used;          /* slots, slots not NULL */
-static uint64_t st_outside;               /* bytes of outside blocks now */
-static _Atomic unsigned out_said;         /* why blocks went outside, said once each */
+static struct {
+	struct span **tab;   /* NULL, OUT_TOMB or a span; under the lock */
+	size_t cap, used;    /* slots, slots not NULL */
+	uint64_t bytes;      /* of outside blocks now */
+	_Atomic unsigned said; /* why blocks went outside, said once each */
+} outs;
 enum { OUT_FULL = 1, OUT_LIMIT = 2, OUT_ROUND = 4 };
 
 static size_t out_slot(uintptr_t a, size_t cap)
@@ -1335,10 +1288,10 @@ static size_t out_slot(uintptr_t a, size_t cap)
 /* The slot holding the span that starts at a, or SIZE_MAX. Under plock. */
 static size_t out_find(uintptr_t a)
 {
-	if (!out_cap)
+	if (!outs.cap)
 		return SIZE_MAX;
-	for (size_t i = out_slot(a, out_cap);; i = (i + 1) & (out_cap - 1)) {
-		struct span *s = out_tab[i];
+	for (size_t i = out_slot(a, outs.cap);; i = (i + 1) & (outs.cap - 1)) {
+		struct span *s = outs.tab[i];
 		if (!s)
 			return SIZE_MAX;
 		if (s != OUT_TOMB && s->start == a)
@@ -1350,19 +1303,19 @@ static size_t out_find(uintptr_t a)
  * it is three quarters full); false if it is full and could not grow. Under plock. */
 static bool out_room(void)
 {
-	if ((out_used + 1) * 4 > out_cap * 3) {
+	if ((outs.used + 1) * 4 > outs.cap * 3) {
 		/* Rebuilt at twice the live spans' count, at least: tombs go. */
 		size_t live = 0, cap = 256;
-		for (size_t i = 0; i < out_cap; i++)
-			live += out_tab[i] && out_tab[i] != OUT_TOMB;
+		for (size_t i = 0; i < outs.cap; i++)
+			live += outs.tab[i] && outs.tab[i] != OUT_TOMB;
 		while (cap < (live + 1) * 4)
 			cap *= 2;
 		void *m;
-		if (sp_os->mmap(NULL, cap * sizeof *out_tab, PROT_READ | PROT_WRITE,
+		if (sp_os->mmap(NULL, cap * sizeof *outs.tab, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &m) == 0) {
 			struct span **t = m;
-			for (size_t i = 0; i < out_cap; i++) {
-				struct span *o = out_tab[i];
+			for (size_t i = 0; i < outs.cap; i++) {
+				struct span *o = outs.tab[i];
 				if (!o || o == OUT_TOMB)
 					continue;
 				size_t j = out_slot(o->start, cap);
@@ -1370,34 +1323,34 @@ static bool out_room(void)
 					j = (j + 1) & (cap - 1);
 				t[j] = o;
 			}
-			if (out_tab)
-				sp_os->munmap(out_tab, out_cap * sizeof *out_tab);
-			out_tab = t;
-			out_cap = cap;
-			out_used = live;
+			if (outs.tab)
+				sp_os->munmap(outs.tab, outs.cap * sizeof *outs.tab);
+			outs.tab = t;
+			outs.cap = cap;
+			outs.used = live;
 		}
 	}
-	return out_cap && out_used + 1 < out_cap; /* (an empty slot stays: lookups end) */
+	return outs.cap && outs.used + 1 < outs.cap; /* (an empty slot stays: lookups end) */
 }
 
 /* Files s, where out_room said there is room. Under plock. */
 static void out_insert(struct span *s)
 {
-	size_t i = out_slot(s->start, out_cap);
-	while (out_tab[i] && out_tab[i] != OUT_TOMB)
-		i = (i + 1) & (out_cap - 1);
-	out_used += !out_tab[i];
-	out_tab[i] = s;
+	size_t i = out_slot(s->start, outs.cap);
+	while (outs.tab[i] && outs.tab[i] != OUT_TOMB)
+		i = (i + 1) & (outs.cap - 1);
+	outs.used += !outs.tab[i];
+	outs.tab[i] = s;
 }
 
 static struct span *outside_lookup(uintptr_t a)
 {
-	if (!__atomic_load_n(&out_cap, __ATOMIC_RELAXED) || (a & (PAGE_SIZE - 1)))
+	if (!__atomic_load_n(&outs.cap, __ATOMIC_RELAXED) || (a & (PAGE_SIZE - 1)))
 		return NULL;
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	size_t i = out_find(a);
-	struct span *s = i == SIZE_MAX ? NULL : out_tab[i];
-	pthread_mutex_unlock(&plock);
+	struct span *s = i == SIZE_MAX ? NULL : outs.tab[i];
+	pthread_mutex_unlock(&pg.lock);
 	return s;
 }
 
@@ -1411,8 +1364,8 @@ static bool outside_huge(void)
  * Under plock. */
 static void outside_promote(void)
 {
-	for (size_t i = 0; i < out_cap; i++) {
-		struct span *s = out_tab[i];
+	for (size_t i = 0; i < outs.cap; i++) {
+		struct span *s = outs.tab[i];
 		if (s && s != OUT_TOMB && s->npages >= PAGES_PER_UNIT)
 			sp_os->madvise((void *)s->start, s->npages << PAGE_SHIFT, MADV_HUGEPAGE);
 	}
@@ -1421,12 +1374,12 @@ static void outside_promote(void)
 /* Says once per process why blocks go outside the range. */
 static void outside_say(unsigned why, size_t size)
 {
-	if (atomic_fetch_or(&out_said, why) & why)
+	if (atomic_fetch_or(&outs.said, why) & why)
 		return;
 	if (why == OUT_FULL)
 		rt_say("the heap's range (%zu GiB) has no room for a block of %zu MiB: it and "
 		       "blocks like it are mapped on their own, outside it",
-		       (max_units << UNIT_SHIFT) >> 30, size >> 20);
+		       (pg.max_units << UNIT_SHIFT) >> 30, size >> 20);
 	else if (why == OUT_LIMIT)
 		rt_say("the address-space or data limit (ulimit -v/-d) stops the heap's range "
 		       "growing: large blocks are mapped on their own, to the page");
@@ -1444,10 +1397,10 @@ static struct span *outside_alloc(size_t size, size_t align, unsigned why)
 	if (size > SIZE_MAX - UNIT_SIZE || align > ((size_t)1 << 40))
 		return NULL;
 	size_t len = (size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	bool huge = outside_huge() && len >= UNIT_SIZE;
 	struct span *s = span_new();
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	if (!s)
 		return NULL;
 	void *m;
@@ -1459,10 +1412,10 @@ static struct span *outside_alloc(size_t size, size_t align, unsigned why)
 				   PROT_READ | PROT_WRITE, flags, &m);
 	if (r < 0 && align <= PAGE_SIZE)
 		r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0, &m);
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	if (r < 0) {
 		span_delete(s);
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		return NULL;
 	}
 	s->kind = SPAN_OUTSIDE;
@@ -1471,22 +1424,22 @@ static struct span *outside_alloc(size_t size, size_t align, unsigned why)
 	s->clean = true;
 	if (!out_room()) {
 		span_delete(s);
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		sp_os->munmap(m, len);
 		return NULL;
 	}
 	out_insert(s);
-	st_large_blocks++;
-	st_large_bytes += len;
-	st_outside += len;
+	pg.st.large_blocks++;
+	pg.st.large_bytes += len;
+	outs.bytes += len;
 	/* (auto: the heap's size, for its promotion to THP, counts these too) */
-	if (small_first && !atomic_load(&promoted) &&
-	    (st_outside >> UNIT_SHIFT) + st_units[SP_BACKING_4K] >= PROMOTE_UNITS)
-		atomic_store(&promote_pending, true);
+	if (pg.small_first && !atomic_load(&pg.promoted) &&
+	    (outs.bytes >> UNIT_SHIFT) + pg.st.units[SP_BACKING_4K] >= PROMOTE_UNITS)
+		atomic_store(&pg.promote_pending, true);
 	/* Never on hugetlb pages (2m, 1g): a fall, counted. */
-	if (policy == SP_BACKING_2M || policy == SP_BACKING_1G)
-		fall(policy, SP_FALL_MMAP);
-	pthread_mutex_unlock(&plock);
+	if (pg.policy == SP_BACKING_2M || pg.policy == SP_BACKING_1G)
+		fall(pg.policy, SP_FALL_MMAP);
+	pthread_mutex_unlock(&pg.lock);
 	if (huge)
 		sp_os->madvise(m, len, MADV_HUGEPAGE);
 	outside_say(why, size);
@@ -1505,21 +1458,21 @@ static bool outside_resize(struct span *s, size_t new_size)
 	if (want == len)
 		return true;
 	/* Under the lock, with room in the table for where the block goes. */
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	if (!out_room() ||
 	    sp_os->mremap((void *)s->start, len, want, MREMAP_MAYMOVE, NULL, &out) < 0) {
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		return false;
 	}
 	size_t i = out_find(s->start);
 	if (i != SIZE_MAX)
-		out_tab[i] = OUT_TOMB;
+		outs.tab[i] = OUT_TOMB;
 	s->start = (uintptr_t)out;
 	s->npages = want >> PAGE_SHIFT;
 	out_insert(s);
-	st_large_bytes += want - len;
-	st_outside += want - len;
-	pthread_mutex_unlock(&plock);
+	pg.st.large_bytes += want - len;
+	outs.bytes += want - len;
+	pthread_mutex_unlock(&pg.lock);
 	if (want >= UNIT_SIZE && outside_huge())
 		sp_os->madvise(out, want, MADV_HUGEPAGE);
 	return true;
@@ -1529,15 +1482,15 @@ static void outside_free(struct span *s)
 {
 	size_t len = s->npages << PAGE_SHIFT;
 	uintptr_t a = s->start;
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	size_t i = out_find(a);
 	if (i != SIZE_MAX)
-		out_tab[i] = OUT_TOMB;
-	st_large_blocks--;
-	st_large_bytes -= len;
-	st_outside -= len;
+		outs.tab[i] = OUT_TOMB;
+	pg.st.large_blocks--;
+	pg.st.large_bytes -= len;
+	outs.bytes -= len;
 	span_delete(s);
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	sp_os->munmap((void *)a, len);
 }
 
@@ -1552,7 +1505,7 @@ static size_t unit_rounding(size_t size, size_t *len)
 static bool rounds_badly(size_t size)
 {
 	size_t len, more = unit_rounding(size, &len);
-	return tight && more > len / 8;
+	return pg.tight && more > len / 8;
 }
 
 /* ---------- large blocks: runs of whole units ---------- */
@@ -1561,13 +1514,13 @@ static bool rounds_badly(size_t size)
  * to 1 GiB only): their index, growing the range if needed. */
 static size_t find_units(size_t n, size_t align)
 {
-	size_t phase = (base >> UNIT_SHIFT) & (align - 1);
+	size_t phase = (pg.base >> UNIT_SHIFT) & (align - 1);
 	/* The free run that makes the fewest new units resident (empty units kept
 	 * resident first: a block that faults new units in beside them makes them go,
 	 * trim_kept), then the lowest. */
 	size_t best = SIZE_MAX, best_cost = SIZE_MAX;
-	for (size_t u = bits_next(freebits, 0, frontier, true); u < frontier && best_cost;) {
-		size_t e = bits_next(freebits, u, frontier, false);
+	for (size_t u = bits_next(pg.freebits, 0, pg.frontier, true); u < pg.frontier && best_cost;) {
+		size_t e = bits_next(pg.freebits, u, pg.frontier, false);
 		size_t at = ((u + phase + align - 1) & ~(align - 1)) - phase;
 		size_t cost = at + n <= e ? fresh_units(at, n) : 0;
 		for (; at + n <= e; cost += at + align + n <= e
@@ -1579,16 +1532,16 @@ static size_t find_units(size_t n, size_t align)
 					break;
 			}
 		}
-		u = e < frontier ? bits_next(freebits, e, frontier, true) : frontier;
+		u = e < pg.frontier ? bits_next(pg.freebits, e, pg.frontier, true) : pg.frontier;
 	}
 	if (best != SIZE_MAX)
 		return best;
 	/* Past the frontier, starting in the free tail below it if there is one. */
-	size_t tail = frontier;
-	while (tail > 0 && bit(freebits, tail - 1))
+	size_t tail = pg.frontier;
+	while (tail > 0 && bit(pg.freebits, tail - 1))
 		tail--;
 	size_t at = ((tail + phase + align - 1) & ~(align - 1)) - phase;
-	if (at + n > max_units || grow(at + n) < 0)
+	if (at + n > pg.max_units || grow(at + n) < 0)
 		return SIZE_MAX;
 	return at;
 }
@@ -1596,59 +1549,59 @@ static size_t find_units(size_t n, size_t align)
 static void claim_units(size_t at, size_t n)
 {
 	for (size_t i = at; i < at + n; i++) {
-		if (!units[i].in_cache)
+		if (!pg.units[i].in_cache)
 			continue;
 		cache_remove((int32_t)i);
 		/* A unit kept on a hugetlb page goes back to the pool first: the run is
 		 * backed whole, and where that falls to THP, no hugetlb page must stay
 		 * behind in a unit taken for THP (fork would share it with a child). */
-		if (is_hugetlb(units[i].backing)) {
+		if (is_hugetlb(pg.units[i].backing)) {
 			unback_hugetlb(i, 1);
-			units[i].backing = 0;
-			units[i].resident = 0;
+			pg.units[i].backing = 0;
+			pg.units[i].resident = 0;
 		} else {
-			st_reused++;
+			pg.st.reused++;
 		}
 	}
-	bits_set(freebits, at, n, false);
+	bits_set(pg.freebits, at, n, false);
 }
 
 static struct span *range_alloc_large(size_t size, size_t align)
 {
-	if (size > (max_units << UNIT_SHIFT))
+	if (size > (pg.max_units << UNIT_SHIFT))
 		return NULL;
 	size_t n = (size + UNIT_SIZE - 1) >> UNIT_SHIFT;
 	size_t a = align > UNIT_SIZE ? align >> UNIT_SHIFT : 1;
 	/* Under 1g, a block of 1 GiB or more starts on a 1 GiB boundary: its whole GiBs
 	 * go on 1 GiB pages, the rest on 2 MiB ones. */
-	bool giga = policy == SP_BACKING_1G && n >= GIGA_UNITS;
+	bool giga = pg.policy == SP_BACKING_1G && n >= GIGA_UNITS;
 	if (giga && a < GIGA_UNITS)
 		a = GIGA_UNITS;
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	struct span *s = span_new();
 	size_t at = s ? find_units(n, a) : SIZE_MAX;
 	if (at == SIZE_MAX) {
 		if (s)
 			span_delete(s);
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		return NULL;
 	}
 	size_t made = 0;
 	for (size_t i = at; i < at + n; i++)
-		made += !units[i].in_cache && !units[i].resident;
+		made += !pg.units[i].in_cache && !pg.units[i].resident;
 	claim_units(at, n);
 	trim_kept(made);
 	bool clean = true;
 	for (size_t i = at; i < at + n; i++)
-		clean = clean && !units[i].resident;
+		clean = clean && !pg.units[i].resident;
 	size_t g = n / GIGA_UNITS * GIGA_UNITS;
 	if (!giga || !back_hugetlb(at, g, SP_BACKING_1G))
 		g = 0;
 	enum sp_backing got = g < n ? back_units(at + g, n - g) : SP_BACKING_1G;
 	for (size_t i = at; i < at + n; i++) {
-		units[i].state = U_LARGE;
-		units[i].backing = (uint8_t)(i < at + g ? SP_BACKING_1G : got);
-		units[i].resident = 1;
+		pg.units[i].state = U_LARGE;
+		pg.units[i].backing = (uint8_t)(i < at + g ? SP_BACKING_1G : got);
+		pg.units[i].resident = 1;
 	}
 	count_units(SP_BACKING_1G, (long)g);
 	count_units(got, (long)(n - g));
@@ -1657,9 +1610,9 @@ static struct span *range_alloc_large(size_t size, size_t align)
 	s->npages = n * PAGES_PER_UNIT;
 	s->clean = clean || is_hugetlb((uint8_t)got);
 	map_set(page_of(s->start), s);
-	st_large_blocks++;
-	st_large_bytes += n << UNIT_SHIFT;
-	pthread_mutex_unlock(&plock);
+	pg.st.large_blocks++;
+	pg.st.large_bytes += n << UNIT_SHIFT;
+	pthread_mutex_unlock(&pg.lock);
 	maybe_promote();
 	rt_live_tick();
 	return s;
@@ -1674,7 +1627,7 @@ bool pages_is_run(size_t size, size_t align)
 {
 	if (size <= MEDIUM_MAX)
 		return align <= UNIT_SIZE;
-	if (tight || align > PAGE_SIZE || size > LONG_MAX_BYTES)
+	if (pg.tight || align > PAGE_SIZE || size > LONG_MAX_BYTES)
 		return false;
 	size_t len, more = unit_rounding(size, &len);
 	return more * 64 > len;
@@ -1689,21 +1642,21 @@ struct span *pages_alloc_large(size_t size, size_t align)
 		return s;
 	if ((s = range_alloc_large(size, align)) || badly)
 		return s;
-	return outside_alloc(size, align, tight ? OUT_LIMIT : OUT_FULL);
+	return outside_alloc(size, align, pg.tight ? OUT_LIMIT : OUT_FULL);
 }
 
 /* Pages [p, p+n) are free for a run to grow into: free pages of HEAP units the heap
  * may join, or FREE units (past the frontier too). Under plock. */
 static bool pages_free_for_run(size_t p, size_t n)
 {
-	if (p + n > max_units * PAGES_PER_UNIT)
+	if (p + n > pg.max_units * PAGES_PER_UNIT)
 		return false;
 	for (size_t u = p / PAGES_PER_UNIT; u <= (p + n - 1) / PAGES_PER_UNIT; u++) {
-		if (u >= frontier || bit(freebits, u))
+		if (u >= pg.frontier || bit(pg.freebits, u))
 			continue;
 		size_t from, to;
 		unit_part(p, n, u, &from, &to);
-		if (!joinable(u) || bits_next(units[u].free, from, to, false) != to)
+		if (!joinable(u) || bits_next(pg.units[u].free, from, to, false) != to)
 			return false;
 	}
 	return true;
@@ -1721,7 +1674,7 @@ bool pages_resize_run(struct span *s, size_t npages)
 	if (npages == 0 || (npages > s->npages && (npages > most ||
 						   (s->kind != SPAN_MEDIUM && s->kind != SPAN_FIT))))
 		return false;
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	if (npages < s->npages) {
 		if (span_maps_all(s->kind))
 			for (size_t i = npages; i < s->npages; i++)
@@ -1730,7 +1683,7 @@ bool pages_resize_run(struct span *s, size_t npages)
 	} else if (npages > s->npages) {
 		size_t p = p0 + s->npages, n = npages - s->npages;
 		if (!pages_free_for_run(p, n) || !take_pages(p, n, &clean)) {
-			pthread_mutex_unlock(&plock);
+			pthread_mutex_unlock(&pg.lock);
 			return false;
 		}
 		if (span_maps_all(s->kind))
@@ -1738,7 +1691,7 @@ bool pages_resize_run(struct span *s, size_t npages)
 				map_set(p + i, s);
 	}
 	s->npages = npages;
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	if (give_back)
 		release(&rel);
 	return true;
@@ -1749,58 +1702,58 @@ bool pages_resize_large(struct span *s, size_t new_size)
 	size_t n = s->npages / PAGES_PER_UNIT;
 	if (s->kind == SPAN_OUTSIDE)
 		return outside_resize(s, new_size);
-	if (new_size > (max_units << UNIT_SHIFT))
+	if (new_size > (pg.max_units << UNIT_SHIFT))
 		return false;
 	size_t want = (new_size + UNIT_SIZE - 1) >> UNIT_SHIFT;
-	size_t u = (s->start - base) >> UNIT_SHIFT;
+	size_t u = (s->start - pg.base) >> UNIT_SHIFT;
 	struct release rel;
 	if (want == n)
 		return true;
 	if (want > n && rounds_badly(new_size))
 		return false; /* (the caller copies it to a block to the page) */
 	/* A block on 1 GiB pages keeps its size: its mapping cannot be cut. */
-	if (want < n && units[u].backing == SP_BACKING_1G)
+	if (want < n && pg.units[u].backing == SP_BACKING_1G)
 		return true;
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	if (want < n) {
 		bool give_back = retire_units(u + want, n - want, &rel);
 		s->npages = want * PAGES_PER_UNIT;
-		st_large_bytes -= (n - want) << UNIT_SHIFT;
-		pthread_mutex_unlock(&plock);
+		pg.st.large_bytes -= (n - want) << UNIT_SHIFT;
+		pthread_mutex_unlock(&pg.lock);
 		if (give_back)
 			release(&rel);
 		return true;
 	}
-	uint8_t backing = units[u].backing; /* the unit's: a forked child's are THP */
+	uint8_t backing = pg.units[u].backing; /* the unit's: a forked child's are THP */
 	bool hugetlb = is_hugetlb(backing);
 	/* Grow in place when the units after the block are free. */
-	if (!hugetlb && u + want <= max_units &&
-	    (u + want <= frontier || grow(u + want) == 0) &&
-	    bits_next(freebits, u + n, u + want, false) == u + want) {
+	if (!hugetlb && u + want <= pg.max_units &&
+	    (u + want <= pg.frontier || grow(u + want) == 0) &&
+	    bits_next(pg.freebits, u + n, u + want, false) == u + want) {
 		claim_units(u + n, want - n);
 		for (size_t i = u + n; i < u + want; i++) {
-			units[i].state = U_LARGE;
-			units[i].backing = backing;
-			units[i].resident = 1;
+			pg.units[i].state = U_LARGE;
+			pg.units[i].backing = backing;
+			pg.units[i].resident = 1;
 		}
 		count_units((enum sp_backing)backing, (long)(want - n));
 		s->npages = want * PAGES_PER_UNIT;
-		st_large_bytes += (want - n) << UNIT_SHIFT;
-		pthread_mutex_unlock(&plock);
+		pg.st.large_bytes += (want - n) << UNIT_SHIFT;
+		pthread_mutex_unlock(&pg.lock);
 		return true;
 	}
 	/* A block below MOVE_MIN_UNITS is copied by the caller: the units it leaves
 	 * stay resident for the next block, where moved-from units would be faulted in
 	 * again (a copy of 2 MiB costs about what faulting 2 MiB in does). */
 	if (hugetlb || n < MOVE_MIN_UNITS) {
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		return false;
 	}
 	/* Move the pages to a free run big enough, leaving the old units mapped and
 	 * empty (MREMAP_DONTUNMAP): no copy, and no hole in the range. */
 	size_t at = find_units(want, 1);
 	if (at == SIZE_MAX) {
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		return false;
 	}
 	claim_units(at, want);
@@ -1810,45 +1763,44 @@ bool pages_resize_large(struct span *s, size_t new_size)
 			      (void *)unit_addr(at), &out);
 	if (r < 0) {
 		plain_units(at, n); /* a refused move may have unmapped them */
-		bits_set(freebits, at, want, true);
-		pthread_mutex_unlock(&plock);
+		bits_set(pg.freebits, at, want, true);
+		pthread_mutex_unlock(&pg.lock);
 		return false;
 	}
 	for (size_t i = at; i < at + want; i++) {
-		units[i].state = U_LARGE;
-		units[i].backing = backing;
-		units[i].resident = 1;
+		pg.units[i].state = U_LARGE;
+		pg.units[i].backing = backing;
+		pg.units[i].resident = 1;
 	}
 	for (size_t i = u; i < u + n; i++) {
-		units[i].state = U_FREE;
-		units[i].resident = 0;
-		units[i].backing = 0;
+		pg.units[i].state = U_FREE;
+		pg.units[i].resident = 0;
+		pg.units[i].backing = 0;
 	}
-	bits_set(freebits, u, n, true);
+	bits_set(pg.freebits, u, n, true);
 	count_units((enum sp_backing)backing, (long)(want - n));
 	map_set(page_of(s->start), NULL);
 	s->start = unit_addr(at);
 	s->npages = want * PAGES_PER_UNIT;
 	map_set(page_of(s->start), s);
-	st_large_bytes += (want - n) << UNIT_SHIFT;
-	st_mremaps++;
+	pg.st.large_bytes += (want - n) << UNIT_SHIFT;
+	pg.st.mremaps++;
 	trim_top();
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	return true;
 }
 
-static _Atomic uint64_t st_small_mmaps, st_large_mmaps;
 
 void pages_note_mmap(bool large)
 {
-	atomic_fetch_add_explicit(large ? &st_large_mmaps : &st_small_mmaps, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(large ? &pg.st.large_mmaps : &pg.st.small_mmaps, 1, memory_order_relaxed);
 }
 
 void pages_note_fall(enum sp_backing rung, enum sp_fall why)
 {
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	fall(rung, why);
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 }
 
 /* ---------- fork, with hugetlb units ----------
@@ -1859,20 +1811,22 @@ void pages_note_fall(enum sp_backing rung, enum sp_fall why)
  * MADV_DONTFORK; the child maps THP memory in their place and fills it from the
  * copy. The parent keeps its units untouched. Only --backing 2m has such units,
  * and only its forks pay for the copy. */
-static char *stage;
-static size_t staged;
+static struct {
+	char *copy;   /* the staging copy, NULL for none */
+	size_t units; /* units copied into it */
+} staging;
 
 static bool is_hugetlb_unit(size_t u)
 {
-	return (units[u].state == U_HEAP || units[u].state == U_LARGE) &&
-	       is_hugetlb(units[u].backing);
+	return (pg.units[u].state == U_HEAP || pg.units[u].state == U_LARGE) &&
+	       is_hugetlb(pg.units[u].backing);
 }
 
 /* The fork advice for unit u: 2 MiB units one by one, 1 GiB pages whole (at the
  * first unit of each; the kernel refuses to split their mapping). */
 static void fork_advice(size_t u, int advice)
 {
-	if (units[u].backing == SP_BACKING_2M)
+	if (pg.units[u].backing == SP_BACKING_2M)
 		sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, advice);
 	else if (u % GIGA_UNITS == 0)
 		sp_os->madvise((void *)unit_addr(u), GIGA_UNITS << UNIT_SHIFT, advice);
@@ -1883,12 +1837,12 @@ static void fork_advice(size_t u, int advice)
  * Under plock. */
 static void release_kept_hugetlb(void)
 {
-	for (int32_t u = cache_head, next; u != NO_UNIT; u = next) {
-		next = units[u].next;
-		if (!is_hugetlb(units[u].backing))
+	for (int32_t u = pg.cache_head, next; u != NO_UNIT; u = next) {
+		next = pg.units[u].next;
+		if (!is_hugetlb(pg.units[u].backing))
 			continue;
 		cache_remove(u);
-		units[u].state = U_RELEASING;
+		pg.units[u].state = U_RELEASING;
 		struct release rel = { .u = (size_t)u, .n = 1, .extra = NO_EXTRA };
 		mark_released(&rel, give_back_units(&rel));
 	}
@@ -1898,34 +1852,34 @@ static void release_kept_hugetlb(void)
 void pages_fork_prepare(void)
 {
 	release_kept_hugetlb();
-	size_t n = st_units[SP_BACKING_2M] + st_units[SP_BACKING_1G];
+	size_t n = pg.st.units[SP_BACKING_2M] + pg.st.units[SP_BACKING_1G];
 	void *m;
-	stage = NULL;
-	staged = 0;
+	staging.copy = NULL;
+	staging.units = 0;
 	if (!n || sp_os->mmap(NULL, n << UNIT_SHIFT, PROT_READ | PROT_WRITE,
 			      MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
 		return;
-	stage = m;
-	for (size_t u = 0; u < frontier && staged < n; u++) {
+	staging.copy = m;
+	for (size_t u = 0; u < pg.frontier && staging.units < n; u++) {
 		if (!is_hugetlb_unit(u))
 			continue;
-		memcpy(stage + (staged << UNIT_SHIFT), (void *)unit_addr(u), UNIT_SIZE);
+		memcpy(staging.copy + (staging.units << UNIT_SHIFT), (void *)unit_addr(u), UNIT_SIZE);
 		fork_advice(u, MADV_DONTFORK);
-		staged++;
+		staging.units++;
 	}
 }
 
 void pages_fork_parent(void)
 {
-	if (!stage)
+	if (!staging.copy)
 		return;
-	for (size_t u = 0, k = 0; u < frontier && k < staged; u++)
+	for (size_t u = 0, k = 0; u < pg.frontier && k < staging.units; u++)
 		if (is_hugetlb_unit(u)) {
 			fork_advice(u, MADV_DOFORK);
 			k++;
 		}
-	sp_os->munmap(stage, (st_units[SP_BACKING_2M] + st_units[SP_BACKING_1G]) << UNIT_SHIFT);
-	stage = NULL;
+	sp_os->munmap(staging.copy, (pg.st.units[SP_BACKING_2M] + pg.st.units[SP_BACKING_1G]) << UNIT_SHIFT);
+	staging.copy = NULL;
 }
 
 /* Puts a private THP copy of src at n units from u: filled 2 MiB-aligned elsewhere
@@ -2000,7 +1954,7 @@ static bool units_from_copy(size_t u, size_t n, const void *src)
 
 bool pages_fork_staged(void)
 {
-	return stage != NULL;
+	return staging.copy != NULL;
 }
 
 /* In the child, before anything else touches the units: from fork.c's guard (a signal
@@ -2008,39 +1962,39 @@ bool pages_fork_staged(void)
  * or its child handler. Once: the units it copies are THP after it. */
 void pages_fork_fixup(void)
 {
-	size_t total = st_units[SP_BACKING_2M] + st_units[SP_BACKING_1G], k = 0;
+	size_t total = pg.st.units[SP_BACKING_2M] + pg.st.units[SP_BACKING_1G], k = 0;
 	if (!total)
 		return;
-	for (size_t u = 0; u < frontier && k < total;) {
+	for (size_t u = 0; u < pg.frontier && k < total;) {
 		if (!is_hugetlb_unit(u)) {
 			u++;
 			continue;
 		}
 		/* A 1 GiB page's units are staged one after another and copied as one. */
-		size_t n = units[u].backing == SP_BACKING_1G ? GIGA_UNITS : 1;
+		size_t n = pg.units[u].backing == SP_BACKING_1G ? GIGA_UNITS : 1;
 		/* Without a staging copy (it could not be mapped) the units were shared
 		 * with this child, and are copied from where they are. */
-		const void *src = stage ? stage + (k << UNIT_SHIFT) : (const void *)unit_addr(u);
-		if ((stage && k + n > staged) || !units_from_copy(u, n, src))
+		const void *src = staging.copy ? staging.copy + (k << UNIT_SHIFT) : (const void *)unit_addr(u);
+		if ((staging.copy && k + n > staging.units) || !units_from_copy(u, n, src))
 			rt_abort("after fork, the heap's hugetlb memory at %p could not be copied "
 				 "into this process", (void *)unit_addr(u));
 		for (size_t i = u; i < u + n; i++) {
-			st_units[units[i].backing]--;
-			units[i].backing = SP_BACKING_THP;
+			pg.st.units[pg.units[i].backing]--;
+			pg.units[i].backing = SP_BACKING_THP;
 		}
 		k += n;
 		u += n;
 	}
-	st_units[SP_BACKING_THP] += k;
-	if (stage)
-		sp_os->munmap(stage, total << UNIT_SHIFT);
-	stage = NULL;
+	pg.st.units[SP_BACKING_THP] += k;
+	if (staging.copy)
+		sp_os->munmap(staging.copy, total << UNIT_SHIFT);
+	staging.copy = NULL;
 }
 
 void pages_fork_child(void)
 {
 	pages_fork_fixup();
-	release_emptied(0, frontier);
+	release_emptied(0, pg.frontier);
 }
 
 /* ---------- the program's large mappings on hugetlb units (2m, 1g) ----------
@@ -2107,10 +2061,10 @@ static int plain_for_program(size_t u, size_t n, int flags)
 static void unclaim_units(size_t at, size_t n)
 {
 	for (size_t i = at; i < at + n; i++) {
-		units[i].state = U_FREE;
-		units[i].backing = 0;
+		pg.units[i].state = U_FREE;
+		pg.units[i].backing = 0;
 	}
-	bits_set(freebits, at, n, true);
+	bits_set(pg.freebits, at, n, true);
 }
 
 /* n new span descriptors, linked by next, or NULL (none left over). Under plock. */
@@ -2139,7 +2093,7 @@ static void mapping_unit_start(struct unit *x, enum sp_backing b)
 {
 	x->state = U_HEAP;
 	x->mapping = 1;
-	mapping_units++;
+	pg.mapping_units++;
 	x->backing = (uint8_t)b;
 	x->resident = 1;
 	x->bucket = NO_BUCKET;
@@ -2153,7 +2107,7 @@ static void mapping_units_set(size_t at, size_t n, size_t np, enum sp_backing b,
 			      struct span **list)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct unit *x = &units[at + i];
+		struct unit *x = &pg.units[at + i];
 		struct span *s = *list;
 		size_t used = np - i * PAGES_PER_UNIT;
 		if (used > PAGES_PER_UNIT)
@@ -2163,7 +2117,7 @@ static void mapping_units_set(size_t at, size_t n, size_t np, enum sp_backing b,
 		memset(x->free, 0, sizeof x->free);
 		bits_set(x->free, used, PAGES_PER_UNIT - used, true);
 		set_nfree(x, PAGES_PER_UNIT - used);
-		heap_units++;
+		pg.heap_units++;
 		count_units(b, 1);
 		s->next = NULL;
 		s->kind = SPAN_MMAP;
@@ -2176,20 +2130,20 @@ static void mapping_units_set(size_t at, size_t n, size_t np, enum sp_backing b,
 void *pages_map_program(size_t len, int flags, bool hugetlb, int *err)
 {
 	*err = 0;
-	if (map_rung == SP_BACKING_COUNT || len == 0)
+	if (pg.map_rung == SP_BACKING_COUNT || len == 0)
 		return NULL;
 	/* (Larger than the range: n would not hold it, and the rounding could wrap.) */
-	size_t np = len <= (max_units << UNIT_SHIFT) ? (len + PAGE_SIZE - 1) >> PAGE_SHIFT : 0;
+	size_t np = len <= (pg.max_units << UNIT_SHIFT) ? (len + PAGE_SIZE - 1) >> PAGE_SHIFT : 0;
 	size_t n = (np + PAGES_PER_UNIT - 1) / PAGES_PER_UNIT;
-	bool giga = hugetlb && map_rung == SP_BACKING_1G && n >= GIGA_UNITS;
-	pthread_mutex_lock(&plock);
+	bool giga = hugetlb && pg.map_rung == SP_BACKING_1G && n >= GIGA_UNITS;
+	pthread_mutex_lock(&pg.lock);
 	struct span *list = np ? spans_new(n) : NULL;
 	size_t at = list ? find_units(n, giga ? GIGA_UNITS : 1) : SIZE_MAX;
 	if (at == SIZE_MAX) {
 		/* No room in the range (or no descriptors): the kernel maps it, on THP. */
 		if (hugetlb)
 			fall(giga ? SP_BACKING_1G : SP_BACKING_2M, SP_FALL_MMAP);
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		goto drop;
 	}
 	claim_units(at, n);
@@ -2203,7 +2157,7 @@ void *pages_map_program(size_t len, int flags, bool hugetlb, int *err)
 		/* No hugetlb page at all (counted): the kernel's THP mapping serves it, as
 		 * under the other backings. */
 		unclaim_units(at, n);
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		goto drop;
 	}
 	if (g + h < n) {
@@ -2213,7 +2167,7 @@ void *pages_map_program(size_t len, int flags, bool hugetlb, int *err)
 			unback_hugetlb(at, g + h);
 			plain_units(at + g + h, n - g - h);
 			unclaim_units(at, n);
-			pthread_mutex_unlock(&plock);
+			pthread_mutex_unlock(&pg.lock);
 			*err = -r;
 			goto drop;
 		}
@@ -2222,16 +2176,16 @@ void *pages_map_program(size_t len, int flags, bool hugetlb, int *err)
 	mapping_units_set(at + g, h, np - g * PAGES_PER_UNIT, SP_BACKING_2M, &list);
 	mapping_units_set(at + g + h, n - g - h, np - (g + h) * PAGES_PER_UNIT, plain_backing(),
 			  &list);
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	void *p = (void *)unit_addr(at);
 	if (flags & MAP_POPULATE)
 		sp_os->madvise(p, np << PAGE_SHIFT, MADV_POPULATE_WRITE);
 	return p;
 drop:
 	if (list) {
-		pthread_mutex_lock(&plock);
+		pthread_mutex_lock(&pg.lock);
 		spans_delete(list);
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 	}
 	return NULL;
 }
@@ -2242,21 +2196,21 @@ bool pages_grow_mapping(uintptr_t end, size_t add)
 	size_t off = lp % PAGES_PER_UNIT + 1, nu = 0;
 	struct span *s = NULL, *list = NULL;
 	bool ok = false;
-	pthread_mutex_lock(&plock);
-	if (end <= base || u >= frontier || !units[u].mapping || np == 0)
+	pthread_mutex_lock(&pg.lock);
+	if (end <= pg.base || u >= pg.frontier || !pg.units[u].mapping || np == 0)
 		goto out;
 	s = mmap_span_at(lp);
 	if (!s || s->start + (s->npages << PAGE_SHIFT) != end)
 		goto out;
 	/* The free pages after it in its unit, then free units after that one. */
 	size_t here = PAGES_PER_UNIT - off < np ? PAGES_PER_UNIT - off : np;
-	if (bits_next(units[u].free, off, off + here, false) != off + here)
+	if (bits_next(pg.units[u].free, off, off + here, false) != off + here)
 		goto out;
 	size_t more = np - here, u1 = u + 1;
 	nu = (more + PAGES_PER_UNIT - 1) / PAGES_PER_UNIT;
 	if (nu) {
-		if (u1 + nu > max_units || (u1 + nu > frontier && grow(u1 + nu) < 0) ||
-		    bits_next(freebits, u1, u1 + nu, false) != u1 + nu || !(list = spans_new(nu)))
+		if (u1 + nu > pg.max_units || (u1 + nu > pg.frontier && grow(u1 + nu) < 0) ||
+		    bits_next(pg.freebits, u1, u1 + nu, false) != u1 + nu || !(list = spans_new(nu)))
 			goto out;
 		claim_units(u1, nu);
 		size_t h = back_hugetlb_most(u1, nu);
@@ -2273,7 +2227,7 @@ bool pages_grow_mapping(uintptr_t end, size_t add)
 		/* These pages may have been the program's before (unmapped since): zero,
 		 * as new memory is. They are read-write: nothing but pages_demote's owners
 		 * change the protection of a mapping unit. */
-		struct unit *x = &units[u];
+		struct unit *x = &pg.units[u];
 		bits_set(x->free, off, here, false);
 		set_nfree(x, x->nfree - here);
 		memset((void *)end, 0, here << PAGE_SHIFT);
@@ -2284,7 +2238,7 @@ bool pages_grow_mapping(uintptr_t end, size_t add)
 	ok = true;
 out:
 	spans_delete(list);
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	return ok;
 }
 
@@ -2295,7 +2249,7 @@ out:
 static bool demote_units(size_t u)
 {
 	size_t first = u, n = 1;
-	if (units[u].backing == SP_BACKING_1G) {
+	if (pg.units[u].backing == SP_BACKING_1G) {
 		first = u - u % GIGA_UNITS;
 		n = GIGA_UNITS;
 	}
@@ -2303,12 +2257,12 @@ static bool demote_units(size_t u)
 		return false;
 	enum sp_backing b = plain_backing();
 	for (size_t i = first; i < first + n; i++) {
-		st_units[units[i].backing]--;
-		st_units[b]++;
-		units[i].backing = (uint8_t)b;
+		pg.st.units[pg.units[i].backing]--;
+		pg.st.units[b]++;
+		pg.units[i].backing = (uint8_t)b;
 	}
-	hugetlb_skip_until = 0;
-	giga_skip_until = 0;
+	skip.until = 0;
+	skip.giga_until = 0;
 	release_emptied(first, n);
 	return true;
 }
@@ -2320,7 +2274,7 @@ static int demote_window(size_t p, size_t last, bool *blocked, sigset_t *old)
 {
 	sigset_t all;
 	for (size_t u = p / PAGES_PER_UNIT; u <= (last - 1) / PAGES_PER_UNIT; u++) {
-		if (!units[u].mapping || units[u].state != U_HEAP || !is_hugetlb(units[u].backing))
+		if (!pg.units[u].mapping || pg.units[u].state != U_HEAP || !is_hugetlb(pg.units[u].backing))
 			continue;
 		if (!*blocked) {
 			sigfillset(&all);
@@ -2339,19 +2293,19 @@ int pages_demote(uintptr_t addr, size_t len)
 	int r = 0;
 	bool blocked = false;
 	sigset_t old;
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	if (!page_window(addr, len, &p, &last)) {
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		return 0;
 	}
 	/* Pages of a mapping unit that are not the program's are unmapped, as far as
 	 * it knows: the kernel would say ENOMEM (and its change must not reach them). */
 	for (size_t i = p; i < last && r == 0; i++)
-		if (units[i / PAGES_PER_UNIT].mapping && !mmap_span_at(i))
+		if (pg.units[i / PAGES_PER_UNIT].mapping && !mmap_span_at(i))
 			r = -ENOMEM;
 	if (r == 0)
 		r = demote_window(p, last, &blocked, &old);
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	if (blocked)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return r;
@@ -2364,12 +2318,12 @@ int pages_demote(uintptr_t addr, size_t len)
 static bool fixed_allowed_locked(uintptr_t addr, size_t len)
 {
 	size_t p, last;
-	if (addr < base || addr + len > unit_addr(frontier) || !page_window(addr, len, &p, &last))
+	if (addr < pg.base || addr + len > unit_addr(pg.frontier) || !page_window(addr, len, &p, &last))
 		return false;
 	for (; p < last; p++) {
 		size_t u = p / PAGES_PER_UNIT;
-		if (!mmap_span_at(p) && units[u].state != U_FREE &&
-		    !(units[u].mapping && bit(units[u].free, p % PAGES_PER_UNIT)))
+		if (!mmap_span_at(p) && pg.units[u].state != U_FREE &&
+		    !(pg.units[u].mapping && bit(pg.units[u].free, p % PAGES_PER_UNIT)))
 			return false;
 	}
 	return true;
@@ -2377,9 +2331,9 @@ static bool fixed_allowed_locked(uintptr_t addr, size_t len)
 
 bool pages_fixed_allowed(uintptr_t addr, size_t len)
 {
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	bool ok = fixed_allowed_locked(addr, len);
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	return ok;
 }
 
@@ -2390,9 +2344,9 @@ int pages_fixed_into(uintptr_t addr, size_t len)
 	bool blocked = false;
 	sigset_t old;
 	int r = 0;
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	if (!fixed_allowed_locked(addr, len) || !page_window(addr, len, &p, &last)) {
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		return -EINVAL;
 	}
 	/* A descriptor for each run of unmapped pages (within a unit) it takes back. */
@@ -2400,12 +2354,12 @@ int pages_fixed_into(uintptr_t addr, size_t len)
 		if (!mmap_span_at(i) && (i == p || mmap_span_at(i - 1) || i % PAGES_PER_UNIT == 0))
 			runs++;
 	if (runs && !(list = spans_new(runs))) {
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		return -ENOMEM;
 	}
 	/* A free unit becomes an (empty) unit of the program's mappings. */
 	for (size_t u = p / PAGES_PER_UNIT; u <= (last - 1) / PAGES_PER_UNIT; u++) {
-		struct unit *x = &units[u];
+		struct unit *x = &pg.units[u];
 		if (x->state != U_FREE)
 			continue;
 		enum sp_backing b = plain_backing();
@@ -2413,7 +2367,7 @@ int pages_fixed_into(uintptr_t addr, size_t len)
 		mapping_unit_start(x, b);
 		memset(x->free, 0xff, sizeof x->free);
 		set_nfree(x, PAGES_PER_UNIT);
-		heap_units++;
+		pg.heap_units++;
 		count_units(b, 1);
 	}
 	/* Taken back first, so that no unit of them is given back meanwhile (an empty
@@ -2433,10 +2387,10 @@ int pages_fixed_into(uintptr_t addr, size_t len)
 		taken = s;
 		s->kind = SPAN_MMAP;
 		s->foreign = true;
-		s->start = base + (i << PAGE_SHIFT);
+		s->start = pg.base + (i << PAGE_SHIFT);
 		s->npages = e - i;
-		bits_set(units[u].free, i % PAGES_PER_UNIT, e - i, false);
-		set_nfree(&units[u], units[u].nfree - (e - i));
+		bits_set(pg.units[u].free, i % PAGES_PER_UNIT, e - i, false);
+		set_nfree(&pg.units[u], pg.units[u].nfree - (e - i));
 		pages_map_all(s);
 		i = e;
 	}
@@ -2450,8 +2404,8 @@ int pages_fixed_into(uintptr_t addr, size_t len)
 		taken = s->next;
 		for (size_t i = p0; i < p0 + s->npages; i++)
 			map_set(i, NULL);
-		bits_set(units[u].free, p0 % PAGES_PER_UNIT, s->npages, true);
-		set_nfree(&units[u], units[u].nfree + s->npages);
+		bits_set(pg.units[u].free, p0 % PAGES_PER_UNIT, s->npages, true);
+		set_nfree(&pg.units[u], pg.units[u].nfree + s->npages);
 		span_delete(s);
 		if (!taken)
 			release_emptied(p / PAGES_PER_UNIT,
@@ -2462,7 +2416,7 @@ int pages_fixed_into(uintptr_t addr, size_t len)
 		taken = s->next;
 		s->next = NULL;
 	}
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	if (blocked)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return r;
@@ -2472,13 +2426,13 @@ bool pages_has_foreign(uintptr_t addr, size_t len)
 {
 	size_t p, last;
 	bool any = false;
-	pthread_mutex_lock(&plock);
+	pthread_mutex_lock(&pg.lock);
 	if (page_window(addr, len, &p, &last))
 		for (; p < last && !any; p++) {
 			struct span *s = mmap_span_at(p);
 			any = s && s->foreign;
 		}
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	return any;
 }
 
@@ -2538,16 +2492,16 @@ int pages_advise(uintptr_t addr, size_t len, int advice)
 	bool hole = false;
 	for (uintptr_t a = addr; a < end;) {
 		uintptr_t e = (a | (UNIT_SIZE - 1)) + 1;
-		size_t u = (a - base) >> UNIT_SHIFT;
+		size_t u = (a - pg.base) >> UNIT_SHIFT;
 		if (e > end)
 			e = end;
-		pthread_mutex_lock(&plock);
-		bool in_use = u < frontier && (units[u].state == U_HEAP || units[u].state == U_LARGE);
-		bool huge = in_use && is_hugetlb(units[u].backing);
-		bool mapping = in_use && units[u].mapping;
+		pthread_mutex_lock(&pg.lock);
+		bool in_use = u < pg.frontier && (pg.units[u].state == U_HEAP || pg.units[u].state == U_LARGE);
+		bool huge = in_use && is_hugetlb(pg.units[u].backing);
+		bool mapping = in_use && pg.units[u].mapping;
 		/* The kernel advises what is mapped, and says ENOMEM for the rest. */
 		hole = hole || (mapping && mapping_hole(a, e));
-		pthread_mutex_unlock(&plock);
+		pthread_mutex_unlock(&pg.lock);
 		/* Plain memory of the heap, and hints the kernel takes on hugetlb pages:
 		 * the kernel's, in one call for the whole run. */
 		if ((!huge || how == ADV_KERNEL) && !(mapping && how == ADV_CHANGE)) {
@@ -2560,12 +2514,12 @@ int pages_advise(uintptr_t addr, size_t len, int advice)
 		if (how == ADV_ZERO) {
 			/* Under the lock: a unit being demoted meanwhile would lose the zeros
 			 * (and one demoted already is the kernel's to advise). */
-			pthread_mutex_lock(&plock);
-			huge = (units[u].state == U_HEAP || units[u].state == U_LARGE) &&
-			       is_hugetlb(units[u].backing);
+			pthread_mutex_lock(&pg.lock);
+			huge = (pg.units[u].state == U_HEAP || pg.units[u].state == U_LARGE) &&
+			       is_hugetlb(pg.units[u].backing);
 			if (huge)
 				memset((void *)a, 0, e - a);
-			pthread_mutex_unlock(&plock);
+			pthread_mutex_unlock(&pg.lock);
 			if (!huge)
 				r = sp_os->madvise((void *)a, e - a, advice);
 		} else if (how == ADV_CHANGE) {
@@ -2588,32 +2542,32 @@ static void unit_account(struct rt_stats *st)
 {
 	size_t total = 0;
 	for (int b = 0; b < SP_BACKING_COUNT; b++)
-		total += st_units[b];
-	size_t large = total - heap_units, own = heap_units - mapping_units;
-	st->unit_used_bytes = (uint64_t)((own + large) * PAGES_PER_UNIT - unit_free_pages)
+		total += pg.st.units[b];
+	size_t large = total - pg.heap_units, own = pg.heap_units - pg.mapping_units;
+	st->unit_used_bytes = (uint64_t)((own + large) * PAGES_PER_UNIT - pg.unit_free_pages)
 			      << PAGE_SHIFT;
-	st->unit_free_bytes = (uint64_t)unit_free_pages << PAGE_SHIFT;
-	st->full_unit_bytes = (uint64_t)(full_units + large) << UNIT_SHIFT;
-	st->kept_units = cached;
+	st->unit_free_bytes = (uint64_t)pg.unit_free_pages << PAGE_SHIFT;
+	st->full_unit_bytes = (uint64_t)(pg.full_units + large) << UNIT_SHIFT;
+	st->kept_units = pg.cached;
 }
 
 void pages_stats(struct rt_stats *st)
 {
-	st->small_mmaps = atomic_load(&st_small_mmaps);
-	st->large_mmaps = atomic_load(&st_large_mmaps);
+	st->small_mmaps = atomic_load(&pg.st.small_mmaps);
+	st->large_mmaps = atomic_load(&pg.st.large_mmaps);
 	pack_stats(&st->packed, &st->packed_collapsed, &st->packed_refused);
-	pthread_mutex_lock(&plock);
-	memcpy(st->units, st_units, sizeof st->units);
-	st->units_peak = st_units_peak;
-	st->large_blocks = st_large_blocks;
-	st->large_bytes = st_large_bytes;
-	st->mremaps = st_mremaps;
-	st->released_units = st_released;
-	st->reused_units = st_reused;
+	pthread_mutex_lock(&pg.lock);
+	memcpy(st->units, pg.st.units, sizeof st->units);
+	st->units_peak = pg.st.units_peak;
+	st->large_blocks = pg.st.large_blocks;
+	st->large_bytes = pg.st.large_bytes;
+	st->mremaps = pg.st.mremaps;
+	st->released_units = pg.st.released;
+	st->reused_units = pg.st.reused;
 	unit_account(st);
-	st->small_mmap_bytes = st_small_mmap_pages << PAGE_SHIFT;
-	memcpy(st->falls, st_falls, sizeof st->falls);
-	pthread_mutex_unlock(&plock);
+	st->small_mmap_bytes = pg.st.small_mmap_pages << PAGE_SHIFT;
+	memcpy(st->falls, pg.st.falls, sizeof st->falls);
+	pthread_mutex_unlock(&pg.lock);
 }
 
 /* ---------- consistency ---------- */
@@ -2628,11 +2582,11 @@ const char *pages_check(size_t *unit)
 	size_t n_heap = 0, n_cached = 0, used = 0, spanned = 0, bad_u = 0;
 	size_t own_free = 0, own_full = 0, n_map = 0;
 	uint64_t per[SP_BACKING_COUNT] = { 0 };
-	pthread_mutex_lock(&plock);
-	for (size_t u = 0; u < frontier && !bad; u++) {
-		struct unit *x = &units[u];
+	pthread_mutex_lock(&pg.lock);
+	for (size_t u = 0; u < pg.frontier && !bad; u++) {
+		struct unit *x = &pg.units[u];
 		bad_u = u;
-		if (bit(freebits, u) != (x->state == U_FREE))
+		if (bit(pg.freebits, u) != (x->state == U_FREE))
 			bad = "a unit's free bit disagrees with its state";
 		else if (x->in_cache && (x->state != U_FREE || !x->resident))
 			bad = "a unit in the empty cache is not free and resident";
@@ -2663,25 +2617,25 @@ const char *pages_check(size_t *unit)
 			bad = "a unit's longest free run or its bucket is wrong";
 	}
 	for (unsigned b = 0; b < NBUCKET && !bad; b++)
-		for (int32_t c = bucket_head[b]; c != NO_UNIT && !bad; c = units[c].next)
-			if (units[c].bucket != b || units[c].state != U_HEAP)
+		for (int32_t c = pg.bucket_head[b]; c != NO_UNIT && !bad; c = pg.units[c].next)
+			if (pg.units[c].bucket != b || pg.units[c].state != U_HEAP)
 				bad = "a bucket lists a unit not of it", bad_u = (size_t)c;
 	size_t listed = 0;
-	for (int32_t c = cache_head; c != NO_UNIT && !bad; c = units[c].next)
-		if (!units[c].in_cache || ++listed > n_cached)
+	for (int32_t c = pg.cache_head; c != NO_UNIT && !bad; c = pg.units[c].next)
+		if (!pg.units[c].in_cache || ++listed > n_cached)
 			bad = "the empty cache lists a unit not in it", bad_u = (size_t)c;
-	if (!bad && (listed != n_cached || cached != n_cached))
+	if (!bad && (listed != n_cached || pg.cached != n_cached))
 		bad = "the empty cache's count is wrong";
-	if (!bad && n_heap != heap_units)
+	if (!bad && n_heap != pg.heap_units)
 		bad = "the count of the heap's units is wrong";
-	if (!bad && (own_free != unit_free_pages || own_full != full_units || n_map != mapping_units))
+	if (!bad && (own_free != pg.unit_free_pages || own_full != pg.full_units || n_map != pg.mapping_units))
 		bad = "the totals of free pages, full units or mapping units are wrong";
 	for (int b = 0; b < SP_BACKING_COUNT && !bad; b++)
-		if (per[b] != st_units[b])
+		if (per[b] != pg.st.units[b])
 			bad = "the count of units by backing is wrong";
 	/* Every span's pages are in use, and the spans hold every page in use. */
-	for (size_t p = 0; p < frontier * PAGES_PER_UNIT && !bad; p++) {
-		struct span *s = atomic_load_explicit(&pagemap[p], memory_order_relaxed);
+	for (size_t p = 0; p < pg.frontier * PAGES_PER_UNIT && !bad; p++) {
+		struct span *s = atomic_load_explicit(&heap_hot.pagemap[p], memory_order_relaxed);
 		if (!s || page_of(s->start) != p)
 			continue;
 		bad_u = p / PAGES_PER_UNIT;
@@ -2691,7 +2645,7 @@ const char *pages_check(size_t *unit)
 		}
 		spanned += s->npages;
 		for (size_t i = p; i < p + s->npages && !bad; i++) {
-			struct unit *x = &units[i / PAGES_PER_UNIT];
+			struct unit *x = &pg.units[i / PAGES_PER_UNIT];
 			if (s->kind == SPAN_LARGE ? x->state != U_LARGE
 						  : x->state != U_HEAP || bit(x->free, i % PAGES_PER_UNIT))
 				bad = "a span's page is free in its unit";
@@ -2699,7 +2653,7 @@ const char *pages_check(size_t *unit)
 	}
 	if (!bad && spanned != used)
 		bad = "the spans do not hold the pages in use";
-	pthread_mutex_unlock(&plock);
+	pthread_mutex_unlock(&pg.lock);
 	*unit = bad_u;
 	return bad;
 }
