@@ -10,45 +10,17 @@
 
 #define BACKING_FLAGS (SP_4K | SP_THP | SP_2M | SP_1G)
 #define KNOWN_FLAGS (BACKING_FLAGS | SP_STRICT | SP_POPULATE)
-#define SKIP_NS 1000000000ull /* how long a failed hugetlb rung is not asked again */
 #define MAX_SIZE (1ull << 46)
 
 static _Atomic uint64_t st_blocks[SP_BACKING_COUNT], st_bytes[SP_BACKING_COUNT];
-static _Atomic uint64_t st_falls[SP_BACKING_COUNT][SP_FALL_COUNT];
 static _Atomic uint64_t st_live, st_collapses;
-
-/* A hugetlb rung that failed: requests of at least min_size are not tried again
- * before until_ns, unless a block of that rung is freed first. */
-struct skip {
-	_Atomic uint64_t until_ns;
-	_Atomic uint64_t min_size;
-};
-static struct skip skips[SP_BACKING_COUNT];
+/* The hugetlb rungs refused lately: not asked again for a while (rung.c), unless a
+ * block of the rung is freed first. */
+static struct sp_rung_skip skips[SP_BACKING_COUNT];
 
 static void fall(enum sp_backing rung, enum sp_fall why)
 {
-	atomic_fetch_add_explicit(&st_falls[rung][why], 1, memory_order_relaxed);
-}
-
-static void skip_clear(enum sp_backing rung)
-{
-	atomic_store(&skips[rung].until_ns, 0);
-	atomic_store(&skips[rung].min_size, UINT64_MAX);
-}
-
-static void skip_note(enum sp_backing rung, uint64_t size)
-{
-	uint64_t now = sp_os->now_ns();
-	uint64_t prev_until = atomic_load(&skips[rung].until_ns);
-	uint64_t prev_min = atomic_load(&skips[rung].min_size);
-	atomic_store(&skips[rung].min_size, prev_until > now && prev_min < size ? prev_min : size);
-	atomic_store(&skips[rung].until_ns, now + SKIP_NS);
-}
-
-static bool skip_active(enum sp_backing rung, uint64_t size)
-{
-	uint64_t until = atomic_load(&skips[rung].until_ns);
-	return until && sp_os->now_ns() < until && size >= atomic_load(&skips[rung].min_size);
+	sp_fall(SP_SITE_ALLOC, rung, why);
 }
 
 static void atfork_prepare(void) { sp_registry_lock_for_fork(); }
@@ -57,8 +29,6 @@ static void atfork_release(void) { sp_registry_unlock_after_fork(); }
 /* At load time, not on the allocation path: glibc's pthread_atfork may call malloc. */
 __attribute__((constructor)) static void alloc_init(void)
 {
-	for (int i = 0; i < SP_BACKING_COUNT; i++)
-		skip_clear((enum sp_backing)i);
 	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
 }
 
@@ -77,41 +47,39 @@ static void populate(void *p, size_t len, const struct sp_view *v)
 		((volatile char *)p)[off] = 0;
 }
 
-static enum sp_fall hugetlb_failure(uint64_t page_size, int err)
+struct hugetlb_map {
+	size_t len;
+	int flags;
+	void **out;
+};
+
+static int map_hugetlb(void *arg)
 {
-	if (err == -EINVAL)
-		return SP_FALL_UNSUPPORTED;
-	if (err != -ENOMEM)
-		return SP_FALL_MMAP;
-	struct sp_pool pool;
-	if (sp_pool_get(page_size, -1, &pool) == 0 && pool.total == 0 && pool.overcommit <= 0)
-		return SP_FALL_NO_POOL;
-	return SP_FALL_POOL_EMPTY;
+	struct hugetlb_map *m = arg;
+	return sp_os->mmap(NULL, m->len, PROT_READ | PROT_WRITE, m->flags, -1, 0, m->out);
 }
 
-/* One hugetlb rung. Reserved at map time: no MAP_NORESERVE, ever. */
+/* One hugetlb rung (refusals counted by the rung service). Reserved at map time: no
+ * MAP_NORESERVE, ever. */
 static int try_hugetlb(enum sp_backing rung, size_t size, unsigned flags,
 		       const struct sp_view *v, void **out, size_t *mapped)
 {
 	bool is_1g = rung == SP_BACKING_1G;
 	uint64_t ps = is_1g ? SP_1G_SIZE : SP_2M_SIZE;
-	if (!(is_1g ? v->has_1g : v->has_2m))
+	if (!(is_1g ? v->has_1g : v->has_2m)) {
+		fall(rung, SP_FALL_UNSUPPORTED);
 		return SP_FALL_UNSUPPORTED;
-	if (!(flags & SP_STRICT) && skip_active(rung, size))
-		return SP_FALL_SKIPPED;
-	size_t len = round_up(size, ps);
-	int mflags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (is_1g ? MAP_HUGE_1GB : MAP_HUGE_2MB);
-	if (flags & SP_POPULATE)
-		mflags |= MAP_POPULATE;
-	int r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, mflags, -1, 0, out);
-	if (r < 0) {
-		enum sp_fall why = hugetlb_failure(ps, r);
-		if (why == SP_FALL_NO_POOL || why == SP_FALL_POOL_EMPTY)
-			skip_note(rung, size);
-		return why;
 	}
-	*mapped = len;
-	return -1;
+	struct sp_rung_ask ask = { .site = SP_SITE_ALLOC, .rung = rung, .skip = &skips[rung],
+				   .size = size, .strict = flags & SP_STRICT };
+	struct hugetlb_map m = { .len = round_up(size, ps), .out = out,
+		.flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (is_1g ? MAP_HUGE_1GB : MAP_HUGE_2MB) };
+	if (flags & SP_POPULATE)
+		m.flags |= MAP_POPULATE;
+	int why = sp_rung_try(&ask, map_hugetlb, &m);
+	if (why < 0)
+		*mapped = m.len;
+	return why;
 }
 
 /* How much of [p, p+len) is on huge pages, per smaps; -1 if smaps cannot be read. */
@@ -222,14 +190,15 @@ void *sp_alloc(size_t size, unsigned flags)
 		int why;
 		got = rung;
 		if (rung == SP_BACKING_1G || rung == SP_BACKING_2M)
-			why = try_hugetlb(rung, size, flags, v, &p, &mapped);
+			why = try_hugetlb(rung, size, flags, v, &p, &mapped); /* (counted) */
 		else if (rung == SP_BACKING_THP)
 			why = try_thp(size, flags, v, &p, &mapped, &got);
 		else
 			why = try_base(size, flags, v, &p, &mapped);
 		if (why < 0)
 			break;
-		fall(rung, (enum sp_fall)why);
+		if (rung != SP_BACKING_1G && rung != SP_BACKING_2M)
+			fall(rung, (enum sp_fall)why);
 		p = NULL;
 		if (flags & SP_STRICT)
 			break;
@@ -263,7 +232,7 @@ int sp_free(void *p, size_t size)
 	int r = sp_os->munmap(b.addr, b.mapped);
 	atomic_fetch_sub_explicit(&st_live, 1, memory_order_relaxed);
 	if (b.backing == SP_BACKING_1G || b.backing == SP_BACKING_2M)
-		skip_clear(b.backing);
+		sp_rung_forget(&skips[b.backing]);
 	return r < 0 ? r : 0;
 }
 
@@ -278,9 +247,8 @@ void sp_stats_get(struct sp_stats *out)
 	for (int b = 0; b < SP_BACKING_COUNT; b++) {
 		out->blocks[b] = atomic_load(&st_blocks[b]);
 		out->bytes[b] = atomic_load(&st_bytes[b]);
-		for (int f = 0; f < SP_FALL_COUNT; f++)
-			out->falls[b][f] = atomic_load(&st_falls[b][f]);
 	}
+	sp_falls_get(SP_SITE_ALLOC, out->falls);
 	out->live_blocks = atomic_load(&st_live);
 	out->collapses = atomic_load(&st_collapses);
 }
@@ -290,15 +258,14 @@ void sp_stats_reset(void)
 	for (int b = 0; b < SP_BACKING_COUNT; b++) {
 		atomic_store(&st_blocks[b], 0);
 		atomic_store(&st_bytes[b], 0);
-		for (int f = 0; f < SP_FALL_COUNT; f++)
-			atomic_store(&st_falls[b][f], 0);
 	}
+	sp_falls_reset(SP_SITE_ALLOC);
 	atomic_store(&st_collapses, 0);
 }
 
 void sp_refresh(void)
 {
 	for (int i = 0; i < SP_BACKING_COUNT; i++)
-		skip_clear((enum sp_backing)i);
+		sp_rung_forget(&skips[i]);
 	sp_view_refresh();
 }

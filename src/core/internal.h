@@ -93,6 +93,49 @@ int sp_registry_remove(const void *addr, struct sp_block *out);
 void sp_registry_lock_for_fork(void);
 void sp_registry_unlock_after_fork(void);
 
+/* ---- the rung service (rung.c) ----
+ * Where hugetlb is tried and the ladder falls, and the one table every fall of the
+ * project is counted in: by site, rung and reason. */
+enum sp_site {
+	SP_SITE_ALLOC,      /* sp_alloc */
+	SP_SITE_HEAP,       /* the runtime's page heap and the program's mappings */
+	SP_SITE_BRK,        /* the program break */
+	SP_SITE_TEXT,       /* --text: text and data moved */
+	SP_SITE_SHM_SYSV,   /* --shm: SysV segments */
+	SP_SITE_SHM_ANON,   /* --shm: shared anonymous mappings */
+	SP_SITE_STACKS,     /* --stacks: thread stacks */
+	SP_SITE_COUNT
+};
+void sp_fall(enum sp_site site, enum sp_backing rung, enum sp_fall why);
+void sp_falls_get(enum sp_site site, uint64_t out[SP_BACKING_COUNT][SP_FALL_COUNT]);
+void sp_falls_reset(enum sp_site site);
+/* Why the rung's pool refused a mapping with err (-errno): UNSUPPORTED for EINVAL,
+ * NO_POOL or POOL_EMPTY for ENOMEM, MMAP for the rest. */
+enum sp_fall sp_rung_refusal(enum sp_backing rung, int err);
+/* Pages the rung's pool can give now: free and not reserved (0 if it cannot be
+ * read), with overcommit what it may still add. */
+long sp_rung_room(enum sp_backing rung, bool overcommit);
+/* A rung refused lately: requests of at least min_size are not asked before until_ns
+ * (all zero: none). */
+struct sp_rung_skip {
+	_Atomic uint64_t until_ns, min_size;
+};
+bool sp_rung_skipping(struct sp_rung_skip *k, uint64_t size);
+/* Pages of the rung went back to its pool: ask it again. */
+void sp_rung_forget(struct sp_rung_skip *k);
+struct sp_rung_ask {
+	enum sp_site site;
+	enum sp_backing rung;        /* SP_BACKING_2M or SP_BACKING_1G */
+	struct sp_rung_skip *skip;   /* where refusals are remembered; NULL: nowhere */
+	uint64_t size;               /* the request's (a refusal skips those as large; 0: all) */
+	bool strict;                 /* ask even if refused lately */
+};
+/* Tries the rung: SP_FALL_SKIPPED if it refused a request as large lately, else
+ * map(arg), which maps and returns 0 or -errno (-EIO for a refused move that left
+ * a hole: MMAP). -1 if it mapped; else the reason, counted in the table and
+ * remembered in *skip. */
+int sp_rung_try(const struct sp_rung_ask *a, int (*map)(void *arg), void *arg);
+
 /* ---- small string helpers (parse.c) ---- */
 size_t sp_strlcpy(char *dst, const char *src, size_t len);
 /* Parses a decimal uint64 at *s, advancing it. -ERANGE on overflow, -EINVAL if no digit. */

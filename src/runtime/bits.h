@@ -1,5 +1,5 @@
 /* bits.h - bitmaps of pages: the page heap's free pages in a unit and its free units
- * (pages.c), the free and read-write pages of packed reservations (pack.c). */
+ * (units.c), the free and read-write pages of packed reservations (pack.c). */
 #ifndef SP_BITS_H
 #define SP_BITS_H
 

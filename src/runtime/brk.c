@@ -20,7 +20,7 @@
  * them, in whole 2 MiB steps (THP where it has none, each refusal counted); under the
  * other backings but 4k it is THP. Private hugetlb memory that a forked child shares
  * is copied on write from the pool, and a child that finds the pool empty dies of
- * SIGBUS: so, as the heap does with its units (pages.c), the hugetlb steps are staged
+ * SIGBUS: so, as the heap does with its units (staging.c), the hugetlb steps are staged
  * before fork and marked MADV_DONTFORK, and the child copies them into THP memory of
  * its own. A step the program changes (mprotect, munmap, MAP_FIXED, mremap over part
  * of it) is first copied to THP memory in place: the kernel cannot split a hugetlb
@@ -44,13 +44,11 @@ static uintptr_t kernel_start;       /* BRK_KERNEL: the kernel's break at the fi
 static bool hugetlb_wanted;
 static uint64_t huge_steps[MAX_STEPS / 64];
 static size_t n_huge;
-static uint64_t skip_until;          /* after a refusal, the pool is not asked for a second */
+static struct sp_rung_skip skip;    /* after a refusal, the pool is not asked for a while */
 static char *stage;                  /* around fork: a copy of the hugetlb steps */
 
 static _Atomic int st_mode;
 static _Atomic uint64_t st_bytes, st_peak;
-static _Atomic uint64_t st_falls[SP_FALL_COUNT]; /* falls from the THP rung */
-static _Atomic uint64_t st_falls_2m[SP_FALL_COUNT]; /* steps the pool did not give */
 
 /* The address space to ask for, largest first: it costs nothing until the break
  * reaches it (PROT_NONE, MAP_NORESERVE), and a ulimit -v may leave less. */
@@ -78,7 +76,7 @@ static void count(uintptr_t start, uintptr_t brk_now)
 
 static void fall(enum sp_fall why, const char *what)
 {
-	atomic_fetch_add_explicit(&st_falls[why], 1, memory_order_relaxed);
+	sp_fall(SP_SITE_BRK, SP_BACKING_THP, why);
 	rt_verbose(1, "the program break stays the kernel's, on 4 KiB pages: %s", what);
 }
 
@@ -106,46 +104,43 @@ static void set_huge(uintptr_t from, uintptr_t to, bool on)
 	}
 }
 
-static void fall_2m(enum sp_fall why)
+struct into {
+	uintptr_t at;
+	size_t len;
+	bool *hole;
+};
+
+static int map_into(void *arg)
 {
-	atomic_fetch_add_explicit(&st_falls_2m[why], 1, memory_order_relaxed);
-	rt_fall(SP_BACKING_2M, why);
+	struct into *m = arg;
+	int r = pages_hugetlb_into(m->at, m->len, false, m->hole);
+	return r < 0 && *m->hole ? -EIO : r;
 }
 
 /* Hugetlb 2 MiB pages over the steps [a, end), as many as the pool holds from a;
  * returns where they end. A refusal is counted and said, and the pool is not asked
- * again for a second; *hole says the rest may have been unmapped by a refused move
- * (pages_hugetlb_into; a refused map changes nothing). */
+ * again for a while (rung.c); *hole says the rest may have been unmapped by a
+ * refused move (pages_hugetlb_into; a refused map changes nothing). */
 static uintptr_t grow_hugetlb(uintptr_t a, uintptr_t end, bool *hole)
 {
 	size_t n = (end - a) >> UNIT_SHIFT;
-	uint64_t now = sp_os->now_ns();
-	struct sp_pool pool;
+	struct into m = { .at = a, .len = n << UNIT_SHIFT, .hole = hole };
+	struct sp_rung_ask ask = { .site = SP_SITE_BRK, .rung = SP_BACKING_2M, .skip = &skip };
 	*hole = false;
 	if (!hugetlb_wanted || n == 0)
 		return a;
-	if (now < skip_until) {
-		fall_2m(SP_FALL_SKIPPED);
-		return a;
-	}
-	int r = pages_hugetlb_into(a, n << UNIT_SHIFT, false, hole);
-	if (r == 0) {
+	int why = sp_rung_try(&ask, map_into, &m);
+	if (why < 0) {
 		set_huge(a, end, true);
 		return end;
 	}
-	skip_until = now + 1000000000ull;
-	bool have = sp_pool_get(UNIT_SIZE, -1, &pool) == 0;
-	fall_2m(*hole ? SP_FALL_MMAP
-		: r == -ENOMEM ? (have && pool.total == 0 ? SP_FALL_NO_POOL : SP_FALL_POOL_EMPTY)
-		: r == -EINVAL ? SP_FALL_UNSUPPORTED : SP_FALL_MMAP);
+	rt_fall(SP_BACKING_2M, (enum sp_fall)why);
 	/* As many as it has free, if not all. */
-	if (!*hole && r == -ENOMEM && have && pool.free - pool.reserved > 0 &&
-	    (size_t)(pool.free - pool.reserved) < n) {
-		n = (size_t)(pool.free - pool.reserved);
-		if (pages_hugetlb_into(a, n << UNIT_SHIFT, false, hole) == 0) {
-			set_huge(a, a + (n << UNIT_SHIFT), true);
-			return a + (n << UNIT_SHIFT);
-		}
+	size_t room = (size_t)sp_rung_room(SP_BACKING_2M, false);
+	if (why == SP_FALL_POOL_EMPTY && room > 0 && room < n &&
+	    pages_hugetlb_into(a, room << UNIT_SHIFT, false, hole) == 0) {
+		set_huge(a, a + (room << UNIT_SHIFT), true);
+		return a + (room << UNIT_SHIFT);
 	}
 	return a;
 }
@@ -294,7 +289,7 @@ static bool give_back(uintptr_t s, uintptr_t w, uintptr_t dirty)
 		if (unreserve(s, w) < 0)
 			return false;
 		set_huge(s, w, false);
-		skip_until = 0;
+		sp_rung_forget(&skip);
 		return true;
 	}
 	if (sp_os->madvise((void *)s, w - s, MADV_DONTNEED) < 0)
@@ -423,10 +418,11 @@ void rt_brk_stats(struct rt_stats *st)
 	st->brk_emulated = m == BRK_EMULATED;
 	st->brk_bytes = atomic_load(&st_bytes);
 	st->brk_peak = atomic_load(&st_peak);
-	for (int f = 0; f < SP_FALL_COUNT; f++) {
-		st->falls[SP_BACKING_THP][f] += atomic_load(&st_falls[f]);
-		st->falls[SP_BACKING_2M][f] += atomic_load(&st_falls_2m[f]);
-	}
+	uint64_t falls[SP_BACKING_COUNT][SP_FALL_COUNT];
+	sp_falls_get(SP_SITE_BRK, falls);
+	for (int b = 0; b < SP_BACKING_COUNT; b++)
+		for (int f = 0; f < SP_FALL_COUNT; f++)
+			st->falls[b][f] += falls[b][f];
 }
 
 /* ---------- the program's calls on the break's memory (mmap.c) ---------- */
@@ -462,7 +458,7 @@ static int demote_locked(uintptr_t addr, size_t len)
 		}
 		if (pages_copy_in(a, UNIT_SIZE, (const void *)a)) {
 			set_huge(a, a + UNIT_SIZE, false);
-			skip_until = 0;
+			sp_rung_forget(&skip);
 		} else {
 			r = -ENOMEM;
 		}

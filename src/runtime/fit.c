@@ -3,7 +3,7 @@
  * above 8 KiB) rounded such a block up by up to 12.5%, and where few blocks of a size
  * lived most of each class's span of 8 stayed unused: 1.13x glibc's memory for blocks
  * of 8 KiB + 1 B. Here any free block serves any size it holds, neighbours join, and
- * a chunk's pages come from the page heap and go back to it (pages.c), so a chunk lies
+ * a chunk's pages come from the page heap and go back to it (runs.c), so a chunk lies
  * on huge pages with its neighbours.
  *
  * No record of the arena's is in the blocks: a write after free cannot mislead it.

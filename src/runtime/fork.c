@@ -4,7 +4,7 @@
  * Under 2m and 1g, private hugetlb memory (the heap's units, the program's large
  * mappings on them, the break's steps) is never shared with a child: it is staged
  * and marked MADV_DONTFORK before fork, and the child copies it into THP memory of
- * its own (pages.c, brk.c). Until that copy is made the child has holes where that
+ * its own (staging.c, brk.c). Until that copy is made the child has holes where that
  * memory was, and code runs in the child before the runtime's child handler: glibc's
  * own (the stdio list's locks, the name service's state, in a threaded program),
  * other libraries' child handlers registered before ours (jemalloc's, in redis), the

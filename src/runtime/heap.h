@@ -69,8 +69,8 @@ static inline unsigned class_pages(unsigned c) { return class_npages[c]; }
 /* Objects moved at once between a thread's cache and the central list. */
 static inline unsigned class_batch(unsigned c) { return class_batches[c]; }
 
-/* ---- spans and the page heap (pages.c) ---- */
-/* SPAN_OUTSIDE: a large block mapped on its own outside the range (pages.c). */
+/* ---- spans and the page heap (units.h) ---- */
+/* SPAN_OUTSIDE: a large block mapped on its own outside the range (outside.c). */
 /* SPAN_FIT: a chunk of blocks fitted to 64 bytes (fit.c). */
 enum span_kind { SPAN_SMALL = 1, SPAN_MEDIUM, SPAN_LARGE, SPAN_MMAP, SPAN_OUTSIDE, SPAN_FIT };
 struct fit_chunk;
@@ -204,7 +204,7 @@ struct heap_hot {
 	size_t top_pages;
 	uint16_t *pageinfo;
 	uintptr_t free_key;
-	_Atomic(struct span *) *pagemap; /* per page of the range: its span (pages.c) */
+	_Atomic(struct span *) *pagemap; /* per page of the range: its span (range.c) */
 } __attribute__((aligned(64)));
 extern struct heap_hot heap_hot;
 
@@ -226,7 +226,7 @@ static inline struct span *span_at(uintptr_t a)
 }
 
 /* Under the page-heap lock, around fork: hugetlb units are never shared with a
- * child (see pages.c). pages_fork_staged: prepare staged some (the child has holes
+ * child (see staging.c). pages_fork_staged: prepare staged some (the child has holes
  * until pages_fork_fixup, which pages_fork_child calls, copies them in; fork.c). */
 void pages_fork_prepare(void);
 bool pages_fork_staged(void);

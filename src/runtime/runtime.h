@@ -62,7 +62,7 @@ void rt_report(int fd, bool json);
 void rt_live_init(void);
 void rt_live_tick(void);
 void rt_live_fork_child(void);
-/* A count that moves whenever units join or leave the heap (pages.c, lock-free). */
+/* A count that moves whenever units join or leave the heap (units.c, lock-free). */
 uint64_t pages_unit_events(void);
 
 /* A one-line message on stderr, "superpage: ...", with write(2) only (no malloc,

@@ -32,7 +32,6 @@
 /* ---------- counts, and saying the falls ---------- */
 
 static _Atomic uint64_t n_segments, n_segment_bytes, n_maps, n_map_bytes;
-static _Atomic uint64_t segment_falls[SP_FALL_COUNT], map_falls[SP_FALL_COUNT];
 
 enum kind { SYSV = 0, ANON = 1 };
 static const char *const what[] = { "a SysV segment", "a shared anonymous mapping" };
@@ -46,7 +45,7 @@ _Static_assert(2 * SP_FALL_COUNT <= 64, "one bit per (kind, reason)");
  * with --verbose, every time from -vv on. */
 static bool fall(enum kind k, enum sp_fall why)
 {
-	atomic_fetch_add(k == SYSV ? &segment_falls[why] : &map_falls[why], 1);
+	sp_fall(k == SYSV ? SP_SITE_SHM_SYSV : SP_SITE_SHM_ANON, SP_BACKING_2M, why);
 	return rt_say_now(&said, rt_options()->verbose, (unsigned)k * SP_FALL_COUNT + (unsigned)why);
 }
 
@@ -56,10 +55,12 @@ void rt_shm_stats_get(struct rt_shm_stats *out)
 	out->segment_bytes = atomic_load(&n_segment_bytes);
 	out->maps = atomic_load(&n_maps);
 	out->map_bytes = atomic_load(&n_map_bytes);
-	for (int f = 0; f < SP_FALL_COUNT; f++) {
-		out->segment_falls[f] = atomic_load(&segment_falls[f]);
-		out->map_falls[f] = atomic_load(&map_falls[f]);
-	}
+	uint64_t falls[SP_BACKING_COUNT][SP_FALL_COUNT];
+
+	sp_falls_get(SP_SITE_SHM_SYSV, falls);
+	memcpy(out->segment_falls, falls[SP_BACKING_2M], sizeof out->segment_falls);
+	sp_falls_get(SP_SITE_SHM_ANON, falls);
+	memcpy(out->map_falls, falls[SP_BACKING_2M], sizeof out->map_falls);
 }
 
 /* ---------- when to ---------- */
@@ -106,19 +107,10 @@ static bool round_2m(size_t len, size_t *out)
  * time and refuses the map when another process took them first: never SIGBUS. */
 static int pool_room(size_t bytes, long *room)
 {
-	struct sp_pool p;
-	long r;
-
-	*room = 0;
-	if (sp_pool_get(SP_2M_SIZE, -1, &p) < 0)
-		return SP_FALL_NO_POOL;
-	r = p.free - p.reserved;
-	if (p.overcommit > p.surplus)
-		r += p.overcommit - p.surplus;
-	*room = r > 0 ? r : 0;
-	if (p.total == 0 && *room == 0)
-		return SP_FALL_NO_POOL;
-	return (uint64_t)*room >= bytes / SP_2M_SIZE ? -1 : SP_FALL_POOL_EMPTY;
+	*room = sp_rung_room(SP_BACKING_2M, true);
+	if ((uint64_t)*room >= bytes / SP_2M_SIZE)
+		return -1;
+	return sp_rung_refusal(SP_BACKING_2M, -ENOMEM); /* no pool, or too few pages */
 }
 
 static void say_pool(enum kind k, int why, size_t len, size_t rounded, long room)

@@ -77,14 +77,13 @@ static void find_real(void)
 /* ---------- counts, and saying the falls ---------- */
 
 static _Atomic uint64_t n_threads, n_bytes, n_maps, n_reused, n_unmaps, n_live, n_cached;
-static _Atomic uint64_t falls[SP_FALL_COUNT];
 static struct rt_said said;     /* reasons said already */
 
 /* Counts a thread left on glibc's stack; true if why is to be said: once per reason
  * in each process with --verbose, every time from -vv on. */
 static bool fall(enum sp_fall why)
 {
-	atomic_fetch_add(&falls[why], 1);
+	sp_fall(SP_SITE_STACKS, SP_BACKING_THP, why);
 	return rt_say_now(&said, rt_options()->verbose, (unsigned)why);
 }
 
@@ -104,8 +103,10 @@ void rt_stack_stats_get(struct rt_stack_stats *out)
 	out->unmaps = atomic_load(&n_unmaps);
 	out->live = atomic_load(&n_live);
 	out->cached = atomic_load(&n_cached);
-	for (int f = 0; f < SP_FALL_COUNT; f++)
-		out->falls[f] = atomic_load(&falls[f]);
+	uint64_t falls[SP_BACKING_COUNT][SP_FALL_COUNT];
+
+	sp_falls_get(SP_SITE_STACKS, falls);
+	memcpy(out->falls, falls[SP_BACKING_THP], sizeof out->falls);
 }
 
 /* ---------- whether to, decided at the first pthread_create ---------- */

@@ -64,6 +64,7 @@ static int nmoves;
 void rt_text_stats_get(struct rt_text_stats *out)
 {
 	*out = stats;
+	sp_falls_get(SP_SITE_TEXT, out->falls);
 }
 
 static uintptr_t up(uintptr_t a, uintptr_t to) { return (a + to - 1) & ~(to - 1); }
@@ -242,31 +243,37 @@ static int move_in_place(uintptr_t from, size_t len, uintptr_t to)
 #endif
 }
 
+struct anywhere {
+	size_t len;
+	void *m;
+};
+
+static int map_anywhere(void *arg)
+{
+	struct anywhere *a = arg;
+	return sp_os->mmap(NULL, a->len, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0, &a->m);
+}
+
 /* New memory of the rung for len bytes, 2 MiB-aligned, writable; 0 and the fall's
- * reason in *why if it cannot be had. */
-static uintptr_t new_memory(enum sp_backing rung, size_t len, enum sp_fall *why)
+ * reason in *why if it cannot be had (a hugetlb refusal counted already: *counted). */
+static uintptr_t new_memory(enum sp_backing rung, size_t len, enum sp_fall *why, bool *counted)
 {
 	void *m;
-	int r;
 
+	*counted = false;
 	if (rung == SP_BACKING_2M) {
-		r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (21 << MAP_HUGE_SHIFT), -1, 0,
-				&m);
-		if (r == -ENOMEM) {
-			struct sp_pool pool;
-			*why = sp_pool_get(UNIT, -1, &pool) == 0 && pool.total > 0 ? SP_FALL_POOL_EMPTY
-										  : SP_FALL_NO_POOL;
-			return 0;
-		}
-		if (r < 0) {
-			*why = r == -EINVAL ? SP_FALL_UNSUPPORTED : SP_FALL_MMAP;
-			return 0;
-		}
-		return (uintptr_t)m;
+		struct anywhere a = { .len = len };
+		struct sp_rung_ask ask = { .site = SP_SITE_TEXT, .rung = rung };
+		int r = sp_rung_try(&ask, map_anywhere, &a);
+
+		if (r < 0)
+			return (uintptr_t)a.m;
+		*why = (enum sp_fall)r;
+		*counted = true;
+		return 0;
 	}
-	r = sp_map_aligned(len, UNIT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, &m);
-	if (r < 0) {
+	if (sp_map_aligned(len, UNIT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, &m) < 0) {
 		*why = SP_FALL_MMAP;
 		return 0;
 	}
@@ -317,12 +324,13 @@ static bool move_range(const struct move *mv, const enum sp_backing *rungs, int 
 	if (np < 0) {
 		rt_verbose(1, "--text: %s: 0x%lx-0x%lx is not one private readable mapping: left as it is",
 			   mv->path, (unsigned long)mv->lo, (unsigned long)mv->hi);
-		stats.falls[rungs[0]][SP_FALL_UNSUPPORTED]++;
+		sp_fall(SP_SITE_TEXT, rungs[0], SP_FALL_UNSUPPORTED);
 		return false;
 	}
 	for (int r = 0; r < nrungs; r++) {
 		enum sp_fall why = SP_FALL_MMAP;
-		uintptr_t m = new_memory(rungs[r], len, &why);
+		bool counted;
+		uintptr_t m = new_memory(rungs[r], len, &why, &counted);
 		int err = 0;
 
 		if (!m)
@@ -357,7 +365,8 @@ static bool move_range(const struct move *mv, const enum sp_backing *rungs, int 
 	unmap:
 		sp_os->munmap((void *)m, len);
 	fall:
-		stats.falls[rungs[r]][why]++;
+		if (!counted)
+			sp_fall(SP_SITE_TEXT, rungs[r], why);
 		rt_fall(rungs[r], why);
 	}
 	return false;

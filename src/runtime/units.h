@@ -36,7 +36,6 @@ struct page_counts {
 	/* The most units resident lately (in use, or empty in the cache): since it was
 	 * last reached, or RECENT_NS ago. */
 	uint64_t recent_peak, recent_peak_ns;
-	uint64_t falls[SP_BACKING_COUNT][SP_FALL_COUNT];
 	_Atomic uint64_t unit_events; /* changes of units, for rt_live_tick */
 	_Atomic uint64_t small_mmaps, large_mmaps;
 };
@@ -75,5 +74,92 @@ struct pages {
 	struct page_counts st;
 };
 extern struct pages pg;
+
+static inline uintptr_t unit_addr(size_t u) { return pg.base + (u << UNIT_SHIFT); }
+
+static inline bool is_hugetlb(uint8_t backing)
+{
+	return backing == SP_BACKING_2M || backing == SP_BACKING_1G;
+}
+
+/* The range's page that holds a. */
+static inline size_t page_of(uintptr_t a)
+{
+	return (a - pg.base) >> PAGE_SHIFT;
+}
+
+static inline void map_set(size_t page, struct span *s)
+{
+	atomic_store_explicit(&heap_hot.pagemap[page], s, memory_order_release);
+}
+
+/* Units to release, gathered under the lock and given back after it: a run, and
+ * (extra, unless NO_EXTRA) one unit of the empty cache that has outgrown its limit. */
+#define NO_EXTRA SIZE_MAX
+struct release { size_t u, n, extra; };
+
+/* Why a large block goes outside the range (outside_alloc): said once each. */
+enum { OUT_FULL = 1, OUT_LIMIT = 2, OUT_ROUND = 4 };
+
+/* Between the page heap's files; each is described where it is defined. All but
+ * the advisory ones (maybe_promote) run under pg.lock. */
+/* units.c */
+void list_push_front(int32_t *head, int32_t *tail, int32_t u);
+unsigned bucket_of(unsigned longest);
+void rebucket(int32_t u);
+void cache_remove(int32_t u);
+void count_units(enum sp_backing b, long n);
+void set_nfree(struct unit *x, size_t n);
+void heap_unit_gone(struct unit *x);
+void heap_unit_init(size_t u, enum sp_backing got);
+/* backing.c */
+void plain_units(size_t u, size_t n);
+bool back_hugetlb(size_t u, size_t n, enum sp_backing rung);
+void unback_hugetlb(size_t u, size_t n);
+void forget_refusals(void);
+enum sp_backing back_units(size_t u, size_t n);
+int range_advice(void);
+void maybe_promote(void);
+int claim_space(size_t from, size_t to);
+void unclaim_space(size_t from, size_t to);
+bool restore_pages(size_t lo, size_t hi);
+bool units_from_copy(size_t u, size_t n, const void *src);
+enum sp_backing plain_backing(void);
+size_t back_hugetlb_most(size_t u, size_t n);
+int plain_for_program(size_t u, size_t n, int flags);
+/* range.c */
+int range_grow(size_t need_units);
+void range_trim_top(void);
+struct span *span_new(void);
+void span_delete(struct span *s);
+void spans_delete(struct span *list);
+struct span *spans_new(size_t n);
+/* runs.c */
+size_t fresh_units(size_t u, size_t n);
+void trim_kept(size_t made);
+bool free_pages(size_t p0, size_t n, struct release *rel);
+/* release.c */
+bool retire_units(size_t u, size_t n, struct release *rel);
+unsigned give_back_units(const struct release *rel);
+void mark_released(const struct release *rel, unsigned ok);
+void release_units(const struct release *rel);
+void release_units_locked(const struct release *rel);
+bool mapping_unit_freed(size_t u, struct release *rel);
+void release_emptied(size_t u, size_t n);
+/* outside.c */
+struct span *outside_lookup(uintptr_t a);
+void outside_promote(void);
+struct span *outside_alloc(size_t size, size_t align, unsigned why);
+bool outside_resize(struct span *s, size_t new_size);
+void outside_free(struct span *s);
+size_t unit_rounding(size_t size, size_t *len);
+bool rounds_badly(size_t size);
+/* large.c */
+size_t find_units(size_t n, size_t align);
+void claim_units(size_t at, size_t n);
+/* mappings.c */
+struct span *mmap_span_at(size_t p);
+bool page_window(uintptr_t addr, size_t len, size_t *first, size_t *last);
+void mapping_unit_start(struct unit *x, enum sp_backing b);
 
 #endif

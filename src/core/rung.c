@@ -1,0 +1,106 @@
+/* rung.c - the rung service: a hugetlb rung tried for a request, its refusal
+ * classified and remembered, and every fall of the project counted in one table. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define SKIP_NS 1000000000ull /* how long a refused rung is not asked again */
+
+static _Atomic uint64_t falls[SP_SITE_COUNT][SP_BACKING_COUNT][SP_FALL_COUNT];
+
+void sp_fall(enum sp_site site, enum sp_backing rung, enum sp_fall why)
+{
+	if ((unsigned)site < SP_SITE_COUNT && (unsigned)rung < SP_BACKING_COUNT &&
+	    (unsigned)why < SP_FALL_COUNT)
+		atomic_fetch_add_explicit(&falls[site][rung][why], 1, memory_order_relaxed);
+}
+
+void sp_falls_get(enum sp_site site, uint64_t out[SP_BACKING_COUNT][SP_FALL_COUNT])
+{
+	for (int b = 0; b < SP_BACKING_COUNT; b++)
+		for (int f = 0; f < SP_FALL_COUNT; f++)
+			out[b][f] = atomic_load_explicit(&falls[site][b][f], memory_order_relaxed);
+}
+
+void sp_falls_reset(enum sp_site site)
+{
+	for (int b = 0; b < SP_BACKING_COUNT; b++)
+		for (int f = 0; f < SP_FALL_COUNT; f++)
+			atomic_store_explicit(&falls[site][b][f], 0, memory_order_relaxed);
+}
+
+static uint64_t page_size_of(enum sp_backing rung)
+{
+	return rung == SP_BACKING_1G ? SP_1G_SIZE : SP_2M_SIZE;
+}
+
+long sp_rung_room(enum sp_backing rung, bool overcommit)
+{
+	struct sp_pool p;
+	long room;
+
+	if (sp_pool_get(page_size_of(rung), -1, &p) < 0)
+		return 0;
+	room = p.free - p.reserved;
+	if (overcommit && p.overcommit > p.surplus)
+		room += p.overcommit - p.surplus;
+	return room > 0 ? room : 0;
+}
+
+enum sp_fall sp_rung_refusal(enum sp_backing rung, int err)
+{
+	struct sp_pool p;
+
+	if (err == -EINVAL)
+		return SP_FALL_UNSUPPORTED;
+	if (err != -ENOMEM)
+		return SP_FALL_MMAP;
+	/* No pool: none of this size here, or none set up (no pages, no overcommit). */
+	if (sp_pool_get(page_size_of(rung), -1, &p) < 0 || (p.total == 0 && p.overcommit <= 0))
+		return SP_FALL_NO_POOL;
+	return SP_FALL_POOL_EMPTY;
+}
+
+bool sp_rung_skipping(struct sp_rung_skip *k, uint64_t size)
+{
+	uint64_t until = atomic_load(&k->until_ns);
+
+	return until && sp_os->now_ns() < until && size >= atomic_load(&k->min_size);
+}
+
+/* A refusal of a request of size bytes: requests as large are not asked again for
+ * SKIP_NS (nor, while the last refusal's time runs, those as large as it). */
+static void refused(struct sp_rung_skip *k, uint64_t size)
+{
+	uint64_t now = sp_os->now_ns();
+	uint64_t until = atomic_load(&k->until_ns), min = atomic_load(&k->min_size);
+
+	atomic_store(&k->min_size, until > now && min < size ? min : size);
+	atomic_store(&k->until_ns, now + SKIP_NS);
+}
+
+void sp_rung_forget(struct sp_rung_skip *k)
+{
+	atomic_store(&k->until_ns, 0);
+}
+
+int sp_rung_try(const struct sp_rung_ask *a, int (*map)(void *arg), void *arg)
+{
+	enum sp_fall why;
+	int r;
+
+	if (a->skip && !a->strict && sp_rung_skipping(a->skip, a->size)) {
+		sp_fall(a->site, a->rung, SP_FALL_SKIPPED);
+		return SP_FALL_SKIPPED;
+	}
+	r = map(arg);
+	if (r == 0)
+		return -1;
+	why = sp_rung_refusal(a->rung, r);
+	if (a->skip)
+		refused(a->skip, a->size);
+	sp_fall(a->site, a->rung, why);
+	return why;
+}

@@ -1,0 +1,281 @@
+/* backing.c - what memory a unit is: the only file of the page heap that maps memory
+ * into the range (plain, THP-advised, or hugetlb moved into place), with the
+ * rungs refused lately, and auto's promotion to THP. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "bits.h"
+#include "internal.h"
+#include "units.h"
+
+/* The hugetlb rungs refused lately (rung.c): 2m for runs as large as one refused,
+ * 1g for any; until hugetlb units are given back. */
+static struct sp_rung_skip skip_2m, skip_1g;
+
+/* Plain anonymous memory at n units from u, with the range's advice: what a unit
+ * is when it has no hugetlb pages. The range is ours, so MAP_FIXED harms nothing;
+ * if even this fails the heap has a hole it cannot account for, and stops. */
+void plain_units(size_t u, size_t n)
+{
+	void *out;
+	size_t len = n << UNIT_SHIFT;
+	if (sp_os->mmap((void *)unit_addr(u), len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0, &out) < 0)
+		rt_abort("cannot map the heap's memory at %p back (%zu bytes)", (void *)unit_addr(u),
+			 len);
+	sp_os->madvise(out, len, range_advice());
+}
+
+struct into {
+	uintptr_t at;
+	size_t len;
+	bool giga, hole;
+};
+
+static int map_into(void *arg)
+{
+	struct into *m = arg;
+	int r = pages_hugetlb_into(m->at, m->len, m->giga, &m->hole);
+	return r < 0 && m->hole ? -EIO : r;
+}
+
+/* Maps n units at u with hugetlb pages of the rung's size (2m, or 1g for a 1 GiB-
+ * aligned run of whole GiBs), mapped elsewhere and moved into place: a map the pool
+ * refuses leaves the units as they were; a refused move may have unmapped them, so
+ * they get plain memory back then. A rung that was refused is not asked again for
+ * a while (for runs as large, for 2m; rung.c). Units on 1 GiB pages are only ever
+ * given back, staged for fork or replaced whole: the kernel cannot split a 1 GiB
+ * page's mapping. */
+bool back_hugetlb(size_t u, size_t n, enum sp_backing rung)
+{
+	bool giga = rung == SP_BACKING_1G;
+	struct into m = { .at = unit_addr(u), .len = n << UNIT_SHIFT, .giga = giga };
+	struct sp_rung_ask ask = { .site = SP_SITE_HEAP, .rung = rung,
+				   .skip = giga ? &skip_1g : &skip_2m, .size = giga ? 0 : m.len };
+	int why = sp_rung_try(&ask, map_into, &m);
+	if (why < 0)
+		return true;
+	if (m.hole)
+		plain_units(u, n);
+	rt_fall(rung, (enum sp_fall)why);
+	return false;
+}
+
+/* Puts plain anonymous memory back where hugetlb units were (their pages return to
+ * the pool), with the range's THP advice. */
+void unback_hugetlb(size_t u, size_t n)
+{
+	plain_units(u, n);
+	forget_refusals();
+}
+
+/* Hugetlb pages went back to the pool: it may hold runs it refused. */
+void forget_refusals(void)
+{
+	sp_rung_forget(&skip_2m);
+	sp_rung_forget(&skip_1g);
+}
+
+/* Gives n units at u the policy's backing; returns the backing they got. */
+enum sp_backing back_units(size_t u, size_t n)
+{
+	if (pg.policy == SP_BACKING_2M || pg.policy == SP_BACKING_1G) {
+		if (back_hugetlb(u, n, SP_BACKING_2M))
+			return SP_BACKING_2M;
+		const struct sp_view *v = sp_view_get();
+		return v->thp_never || v->features.thp_disabled_here ? SP_BACKING_4K : SP_BACKING_THP;
+	}
+	if (pg.policy == SP_BACKING_THP && pg.small_first && !atomic_load(&pg.promoted))
+		return SP_BACKING_4K;
+	return pg.policy;
+}
+
+/* The advice the range carries now. */
+int range_advice(void)
+{
+	if (pg.policy == SP_BACKING_4K || (pg.small_first && !atomic_load(&pg.promoted)))
+		return MADV_NOHUGEPAGE;
+	return MADV_HUGEPAGE;
+}
+
+/* The heap has grown big: THP from now on for all of it, and the units in use are
+ * collapsed into huge pages now rather than whenever khugepaged comes by. Runs
+ * after an allocation, without the lock. */
+void maybe_promote(void)
+{
+	if (!atomic_exchange(&pg.promote_pending, false) || atomic_exchange(&pg.promoted, true))
+		return;
+	pthread_mutex_lock(&pg.lock);
+	size_t top = pg.frontier;
+	/* (Lazy: only what is claimed is the range's; grow advises the rest.) */
+	sp_os->madvise((void *)pg.base, (pg.lazy ? top : pg.max_units) << UNIT_SHIFT, MADV_HUGEPAGE);
+	outside_promote();
+	for (size_t u = 0; u < top; u++) {
+		struct unit *x = &pg.units[u];
+		if ((x->state == U_HEAP || x->state == U_LARGE) && x->backing == SP_BACKING_4K) {
+			x->backing = SP_BACKING_THP;
+			pg.st.units[SP_BACKING_4K]--;
+			pg.st.units[SP_BACKING_THP]++;
+		}
+	}
+	pthread_mutex_unlock(&pg.lock);
+	/* Advisory: a unit freed meanwhile is collapsed for nothing, never harmed. */
+	for (size_t u = 0; u < top; u++)
+		if (pg.units[u].state == U_HEAP || pg.units[u].state == U_LARGE)
+			sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, MADV_COLLAPSE);
+}
+
+/* Units [from, to) become read-write memory of the range, with its advice: made so
+ * in the reservation, or (lazy) mapped where nothing else may be. */
+int claim_space(size_t from, size_t to)
+{
+	void *at = (void *)unit_addr(from), *out;
+	size_t len = (to - from) << UNIT_SHIFT;
+	int r;
+	if (!pg.lazy) {
+		r = sp_os->mprotect(at, len, PROT_READ | PROT_WRITE);
+	} else {
+		r = sp_os->mmap(at, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1,
+				0, &out);
+		if (r == 0 && out != at) { /* (taken as a hint: something is there) */
+			sp_os->munmap(out, len);
+			r = -EEXIST;
+		}
+	}
+	if (r == 0)
+		sp_os->madvise(at, len, range_advice());
+	return r;
+}
+
+/* Undoes claim_space: the units' memory is gone, and (lazy) their address space. */
+void unclaim_space(size_t from, size_t to)
+{
+	void *at = (void *)unit_addr(from), *out;
+	size_t len = (to - from) << UNIT_SHIFT;
+	if (pg.lazy)
+		sp_os->munmap(at, len);
+	else if (sp_os->mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+			     MAP_FIXED, -1, 0, &out) == 0)
+		sp_os->madvise(at, len, range_advice());
+}
+
+/* Puts the heap's own memory back on pages [lo, hi) the program mapped over or
+ * re-protected: private anonymous, read-write, with the range's THP advice. */
+bool restore_pages(size_t lo, size_t hi)
+{
+	void *at = (void *)(pg.base + (lo << PAGE_SHIFT)), *out;
+	size_t len = (hi - lo) << PAGE_SHIFT;
+	if (sp_os->mmap(at, len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0, &out) < 0)
+		return false;
+	sp_os->madvise(at, len, range_advice());
+	return true;
+}
+
+/* Puts a private THP copy of src at n units from u: filled 2 MiB-aligned elsewhere
+ * (so the copy faults in as huge pages) and moved over the units' place, which is a
+ * hole (MADV_DONTFORK) or, if that advice failed, the units shared with the parent
+ * (replaced whole: a 1 GiB page's n is all of its units); or the units themselves,
+ * still mapped, when they are demoted to THP (demote_units). */
+bool pages_copy_in(uintptr_t at, size_t len, const void *src)
+{
+	void *m, *out, *hold;
+	/* Hold the hole first: the copy must not be placed in it, as a move between
+	 * overlapping ranges is refused. (Where the units are still mapped, this fails
+	 * harmlessly.) */
+	sp_os->mmap((void *)at, len, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0, &hold);
+	if (sp_map_aligned(len, UNIT_SIZE, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, &m) < 0)
+		return false;
+	uintptr_t a = (uintptr_t)m;
+	sp_os->madvise((void *)a, len, MADV_HUGEPAGE);
+	memcpy((void *)a, src, len);
+	if (sp_os->mremap((void *)a, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at, &out) == 0)
+		return true;
+	/* Refused, perhaps after what was at at was unmapped (out of mappings): the
+	 * copy may be all that is left of it, and is put there by hand. */
+	bool put = sp_os->mmap((void *)at, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0,
+			       &out) == 0;
+	if (put) {
+		sp_os->madvise((void *)at, len, MADV_HUGEPAGE);
+		memcpy((void *)at, (const void *)a, len);
+	}
+	sp_os->munmap((void *)a, len);
+	/* (Not put, but still mapped as it was: nothing changed.) */
+	if (!put && sp_os->mprotect((void *)at, len, PROT_READ | PROT_WRITE) < 0)
+		rt_abort("memory at %p could not be put back after a refused move", (void *)at);
+	return put;
+}
+
+int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole)
+{
+	void *tmp, *out;
+	int huge = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (giga ? MAP_HUGE_1GB : MAP_HUGE_2MB);
+	*hole = false;
+	int r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, huge, -1, 0, &tmp);
+	if (r < 0)
+		return r;
+	r = sp_os->mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at, &out);
+	if (r == 0)
+		return 0;
+	sp_os->munmap(tmp, len);
+	*hole = true;
+	/* This kernel sometimes refuses the move of a 1 GiB page with ENOMEM (seen here
+	 * with 1-2 runs in 8, the same again on every retry; a new mapping does not
+	 * help, it lands where the last one was). What was at at is unmapped by then:
+	 * map the pages into the hole directly, unless something else landed there. */
+	if (sp_os->mmap((void *)at, len, PROT_READ | PROT_WRITE, huge | MAP_FIXED_NOREPLACE, -1,
+			0, &out) < 0)
+		return r;
+	if ((uintptr_t)out == at) {
+		*hole = false;
+		return 0;
+	}
+	sp_os->munmap(out, len); /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
+	return r;
+}
+
+bool units_from_copy(size_t u, size_t n, const void *src)
+{
+	return pages_copy_in(unit_addr(u), n << UNIT_SHIFT, src);
+}
+
+/* What memory that is not hugetlb gets here: THP, or base pages where THP is off. */
+enum sp_backing plain_backing(void)
+{
+	const struct sp_view *v = sp_view_get();
+	return !v->thp_present || v->thp_never || v->features.thp_disabled_here ? SP_BACKING_4K
+										  : SP_BACKING_THP;
+}
+
+/* 2 MiB hugetlb pages on as many of the n units at u as the pool can hold: all of
+ * them, or else as many as it has free (read after the refusal, which is counted).
+ * Returns how many, from u; the others have plain memory. Under the lock. */
+size_t back_hugetlb_most(size_t u, size_t n)
+{
+	if (back_hugetlb(u, n, SP_BACKING_2M))
+		return n;
+	size_t room = (size_t)sp_rung_room(SP_BACKING_2M, false);
+	if (n < 2 || room == 0 || room >= n)
+		return 0;
+	return back_hugetlb(u, room, SP_BACKING_2M) ? room : 0;
+}
+
+/* Fresh plain memory for the program at n units from u, advised huge, reserved as
+ * the program asked (MAP_NORESERVE or not: the commit limit may refuse it). */
+int plain_for_program(size_t u, size_t n, int flags)
+{
+	void *out;
+	size_t len = n << UNIT_SHIFT;
+	int r = sp_os->mmap((void *)unit_addr(u), len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | (flags & MAP_NORESERVE), -1, 0,
+			    &out);
+	if (r < 0)
+		return r;
+	sp_os->madvise(out, len, MADV_HUGEPAGE);
+	return 0;
+}

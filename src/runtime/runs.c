@@ -1,0 +1,422 @@
+/* runs.c - runs of pages: spans of objects and blocks up to the long-run limit, in the
+ * fullest unit that holds them or across units; taken and given back here.
+ *
+ * A block or a span of objects whose run no unit's free pages hold is placed across
+ * units: in the free tail of a HEAP unit, whole FREE units, and the free head of the
+ * next HEAP unit, so that blocks of any size pack against their neighbours and only
+ * the last unit of a stretch is partly used (a unit touched once is resident whole
+ * on THP: blocks of 300 KB in units of their own left 12% of each unit unused,
+ * blocks of 1 MiB + 1 B half of it). */
+#include <string.h>
+
+#include "bits.h"
+#include "internal.h"
+#include "units.h"
+
+/* A FREE unit for the page heap: a resident empty one first (no new memory), else
+ * the lowest free one. Returns its index or NO_UNIT. */
+static int32_t take_unit(void)
+{
+	int32_t u = pg.cache_head;
+	bool kept = u != NO_UNIT;
+	if (kept) {
+		cache_remove(u);
+		pg.st.reused++;
+	} else {
+		size_t f = bits_next(pg.freebits, 0, pg.frontier, true);
+		if (f == pg.frontier) {
+			if (range_grow(pg.frontier + 1) < 0)
+				return NO_UNIT;
+			f = bits_next(pg.freebits, 0, pg.frontier, true);
+			if (f == pg.frontier)
+				return NO_UNIT;
+		}
+		u = (int32_t)f;
+	}
+	bits_set(pg.freebits, (size_t)u, 1, false);
+	struct unit *x = &pg.units[u];
+	/* (An empty unit kept on a hugetlb page stays on it.) */
+	heap_unit_init((size_t)u, kept && is_hugetlb(x->backing) ? (enum sp_backing)x->backing
+								  : back_units((size_t)u, 1));
+	return u;
+}
+
+/* A HEAP unit whose free pages a run may take: the heap's, not a program's mapping. */
+static bool joinable(size_t u)
+{
+	return pg.units[u].state == U_HEAP && !pg.units[u].mapping;
+}
+
+/* The free pages at the end and at the start of a HEAP unit. */
+static size_t unit_tail(size_t u)
+{
+	size_t used = bits_prev(pg.units[u].free, PAGES_PER_UNIT, false);
+	return used == SIZE_MAX ? PAGES_PER_UNIT : PAGES_PER_UNIT - 1 - used;
+}
+
+static size_t unit_head(size_t u)
+{
+	return bits_next(pg.units[u].free, 0, PAGES_PER_UNIT, false);
+}
+
+/* The part of pages [p, p+n) that lies in unit u, as pages [*from, *to) of it. */
+static void unit_part(size_t p, size_t n, size_t u, size_t *from, size_t *to)
+{
+	size_t first = u * PAGES_PER_UNIT;
+	*from = p > first ? p - first : 0;
+	*to = p + n < first + PAGES_PER_UNIT ? p + n - first : PAGES_PER_UNIT;
+}
+
+/* FREE units [u, u+n) (some may be past the frontier) that a run would claim and
+ * that hold no memory yet: what the run costs. */
+size_t fresh_units(size_t u, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = u; i < u + n; i++)
+		k += i >= pg.frontier || !pg.units[i].resident;
+	return k;
+}
+
+struct place {
+	size_t page;  /* the run's first page in the range, SIZE_MAX for none */
+	size_t cost;  /* units it makes resident */
+	size_t used;  /* free pages of HEAP units it takes */
+	size_t room;  /* free pages of the stretch it lies in */
+};
+
+/* A stretch: t free pages of a HEAP unit ending at a unit boundary (from page at),
+ * then m FREE units, then h free pages at the start of a HEAP unit. Keeps in *best
+ * the run's place there if it is better: fewer new units, then a shorter stretch
+ * (best fit: the mixed heap of the sweep left 15.5 MiB free inside units, against
+ * 17.5), then more pages of HEAP units put to use, then lower. */
+static void place_in(struct place *best, size_t np, size_t at, size_t t, size_t m, size_t h)
+{
+	if (np > t + m * PAGES_PER_UNIT + h)
+		return;
+	size_t f = (at + t) / PAGES_PER_UNIT; /* the first FREE unit */
+	/* From the tail on ... */
+	size_t rest = np > t ? np - t : 0, n = (rest + PAGES_PER_UNIT - 1) / PAGES_PER_UNIT;
+	size_t room = t + m * PAGES_PER_UNIT + h;
+	struct place p = { at, 0, t < np ? t : np, room };
+	if (n > m) {
+		n = m;
+		p.used = np - m * PAGES_PER_UNIT;
+	}
+	p.cost = fresh_units(f, n);
+	/* ... or up to the head's end. */
+	rest = np > h ? np - h : 0;
+	n = (rest + PAGES_PER_UNIT - 1) / PAGES_PER_UNIT;
+	if (h && n <= m) {
+		struct place q = { at + t + m * PAGES_PER_UNIT + h - np, 0, h < np ? h : np, room };
+		q.cost = fresh_units(f + m - n, n);
+		if (q.cost < p.cost || (q.cost == p.cost && q.used > p.used))
+			p = q;
+	}
+	if (p.cost < best->cost || (p.cost == best->cost && (p.room < best->room ||
+				(p.room == best->room && p.used > best->used))))
+		*best = p;
+}
+
+/* The best place for a run of np pages across units, or SIZE_MAX if the range
+ * cannot hold it. Under the lock. */
+static size_t find_place(size_t np)
+{
+	struct place best = { SIZE_MAX, SIZE_MAX, 0, SIZE_MAX };
+	size_t at = 0, t = 0, m = 0; /* the open stretch: its tail, its FREE units */
+	for (size_t u = 0; u < pg.frontier; u++) {
+		if (bit(pg.freebits, u)) {
+			size_t e = bits_next(pg.freebits, u, pg.frontier, false);
+			m += e - u;
+			u = e - 1;
+			continue;
+		}
+		bool join = joinable(u);
+		place_in(&best, np, at, t, m, join ? unit_head(u) : 0);
+		if (best.cost == 0 && best.used == np)
+			return best.page;
+		t = join ? unit_tail(u) : 0;
+		at = (u + 1) * PAGES_PER_UNIT - t;
+		m = 0;
+	}
+	/* The last stretch runs on past the frontier, to the end of the range. */
+	place_in(&best, np, at, t, m + (pg.max_units - pg.frontier), 0);
+	return best.page;
+}
+
+/* made units were made resident for a block that the kept empty units could not
+ * hold (they lie elsewhere): as many kept units go back, oldest first. Kept, they
+ * spare the next block a fault; once blocks fault new units in beside them they
+ * spare nothing, and the program pays for both (the sweep's mixed heap ended with
+ * 9 kept units, 18 MiB of its 310). Under the lock. */
+void trim_kept(size_t made)
+{
+	while (made-- > 0 && pg.cache_tail != NO_UNIT) {
+		int32_t u = pg.cache_tail;
+		cache_remove(u);
+		pg.units[u].state = U_RELEASING;
+		struct release rel = { .u = (size_t)u, .n = 1, .extra = NO_EXTRA };
+		release_units_locked(&rel);
+	}
+}
+
+/* Units [u0, u1) that a run at pages [p, p+np) covers: the FREE ones join the page
+ * heap (growing the range where they lie past its frontier), and the run's pages are
+ * taken. *clean: every page of the run was memory the kernel had not given yet.
+ * False if the range cannot grow. Under the lock. */
+static bool take_pages(size_t p, size_t np, bool *clean)
+{
+	size_t u0 = p / PAGES_PER_UNIT, u1 = (p + np - 1) / PAGES_PER_UNIT + 1;
+	if (u1 > pg.frontier && range_grow(u1) < 0)
+		return false;
+	bool fresh = true;
+	for (size_t i = u0; i < u1;) {
+		if (!bit(pg.freebits, i)) {
+			fresh = false; /* a HEAP unit's free pages: they may have been used */
+			i++;
+			continue;
+		}
+		if (pg.units[i].in_cache) {
+			cache_remove((int32_t)i);
+			pg.st.reused++;
+			bits_set(pg.freebits, i, 1, false);
+			heap_unit_init(i, is_hugetlb(pg.units[i].backing) ? (enum sp_backing)pg.units[i].backing
+								       : back_units(i, 1));
+			fresh = false;
+			i++;
+			continue;
+		}
+		size_t e = i, made = 0;
+		while (e < u1 && bit(pg.freebits, e) && !pg.units[e].in_cache) {
+			fresh = fresh && !pg.units[e].resident;
+			made += !pg.units[e].resident;
+			e++;
+		}
+		bits_set(pg.freebits, i, e - i, false);
+		enum sp_backing got = back_units(i, e - i);
+		for (size_t k = i; k < e; k++)
+			heap_unit_init(k, got);
+		trim_kept(made);
+		i = e;
+	}
+	for (size_t i = u0; i < u1; i++) {
+		size_t from, to;
+		unit_part(p, np, i, &from, &to);
+		bits_set(pg.units[i].free, from, to - from, false);
+		set_nfree(&pg.units[i], pg.units[i].nfree - (to - from));
+		rebucket((int32_t)i);
+	}
+	*clean = fresh;
+	return true;
+}
+
+struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
+{
+	/* Blocks and spans of objects may lie across units (long blocks must: 18 spans
+	 * of 27 pages in a unit left 5% of it unused); the program's small mappings stay
+	 * inside one. */
+	bool across = (kind == SPAN_MEDIUM || kind == SPAN_SMALL || kind == SPAN_FIT) && align <= 1;
+	if (npages == 0 || (npages > PAGES_PER_UNIT && !across) || align > PAGES_PER_UNIT ||
+	    npages > (pg.max_units << (UNIT_SHIFT - PAGE_SHIFT)))
+		return NULL;
+	pthread_mutex_lock(&pg.lock);
+	struct span *s = span_new();
+	int32_t u = NO_UNIT;
+	size_t at = PAGES_PER_UNIT, p = SIZE_MAX;
+	bool clean = false;
+	if (!s)
+		goto fail;
+	/* Best fit by longest free run: the smallest bucket that can hold the run. */
+	for (unsigned b = npages <= PAGES_PER_UNIT ? bucket_of((unsigned)npages) : NBUCKET;
+	     b < NBUCKET && u == NO_UNIT; b++) {
+		for (int32_t c = pg.bucket_head[b]; c != NO_UNIT; c = pg.units[c].next) {
+			if (pg.units[c].longest < npages)
+				continue;
+			at = bits_find_run_phase(pg.units[c].free, PAGES_PER_UNIT, npages, align, 0);
+			if (at < PAGES_PER_UNIT) {
+				u = c;
+				break;
+			}
+		}
+	}
+	if (u != NO_UNIT) {
+		struct unit *x = &pg.units[u];
+		bits_set(x->free, at, npages, false);
+		set_nfree(x, x->nfree - npages);
+		rebucket(u);
+		p = (size_t)u * PAGES_PER_UNIT + at;
+	} else if (across && (npages > PAGES_PER_UNIT || pg.cache_head == NO_UNIT)) {
+		/* (An empty unit kept resident holds a run of a unit or less at no cost,
+		 * and without a walk over the units.) */
+		p = find_place(npages);
+		if (p == SIZE_MAX || !take_pages(p, npages, &clean))
+			goto fail;
+	} else {
+		u = take_unit();
+		if (u == NO_UNIT)
+			goto fail;
+		bits_set(pg.units[u].free, 0, npages, false);
+		set_nfree(&pg.units[u], PAGES_PER_UNIT - npages);
+		rebucket(u);
+		p = (size_t)u * PAGES_PER_UNIT;
+	}
+	s->kind = (uint8_t)kind;
+	s->start = pg.base + (p << PAGE_SHIFT);
+	s->npages = npages;
+	s->clean = clean;
+	if (kind == SPAN_MMAP)
+		pg.st.small_mmap_pages += npages;
+	if (span_maps_all(kind))
+		pages_map_all(s);
+	else
+		map_set(p, s);
+	pthread_mutex_unlock(&pg.lock);
+	maybe_promote();
+	rt_live_tick();
+	return s;
+fail:
+	if (s)
+		span_delete(s);
+	pthread_mutex_unlock(&pg.lock);
+	return NULL;
+}
+
+/* Pages [p0, p0+n) of one unit are free again; true (with rel filled) if the unit
+ * emptied and is to be given back. Under the lock. */
+bool free_pages(size_t p0, size_t n, struct release *rel)
+{
+	size_t u = p0 / PAGES_PER_UNIT;
+	struct unit *x = &pg.units[u];
+	bits_set(x->free, p0 % PAGES_PER_UNIT, n, true);
+	set_nfree(x, x->nfree + n);
+	if (x->mapping)
+		return mapping_unit_freed(u, rel);
+	if (x->nfree < PAGES_PER_UNIT) {
+		rebucket((int32_t)u);
+		return false;
+	}
+	heap_unit_gone(x);
+	return retire_units(u, 1, rel);
+}
+
+/* Pages [p, p+n) are free again, across units if need be; true (with rel filled) if
+ * units emptied and are to be given back after the lock. Units of a run emptied
+ * together are retired together; of them, a stretch on hugetlb pages apart from one
+ * that is not (their memory goes back differently). Under the lock. */
+static bool free_run(size_t p, size_t n, struct release *rel)
+{
+	size_t u0 = p / PAGES_PER_UNIT, u1 = (p + n - 1) / PAGES_PER_UNIT + 1;
+	if (u1 - u0 == 1)
+		return free_pages(p, n, rel);
+	size_t e0 = SIZE_MAX, e1 = 0; /* the emptied units: the run covered those between */
+	for (size_t u = u0; u < u1; u++) {
+		struct unit *x = &pg.units[u];
+		size_t from, to;
+		unit_part(p, n, u, &from, &to);
+		bits_set(x->free, from, to - from, true);
+		set_nfree(x, x->nfree + (to - from));
+		if (x->nfree < PAGES_PER_UNIT) {
+			rebucket((int32_t)u);
+			continue;
+		}
+		heap_unit_gone(x);
+		if (e0 == SIZE_MAX)
+			e0 = u;
+		e1 = u + 1;
+	}
+	bool out = false;
+	for (size_t a = e0; a < e1;) {
+		size_t b = a + 1;
+		while (b < e1 && is_hugetlb(pg.units[b].backing) == is_hugetlb(pg.units[a].backing))
+			b++;
+		struct release r;
+		if (retire_units(a, b - a, &r)) {
+			if (!out)
+				*rel = r;
+			else
+				release_units_locked(&r);
+			out = true;
+		}
+		a = b;
+	}
+	return out;
+}
+
+void pages_free(struct span *s)
+{
+	struct release rel;
+	bool give_back = false;
+	if (s->kind == SPAN_OUTSIDE) {
+		outside_free(s);
+		return;
+	}
+	pthread_mutex_lock(&pg.lock);
+	size_t p0 = page_of(s->start);
+	if (s->kind == SPAN_LARGE) {
+		map_set(p0, NULL);
+		pg.st.large_blocks--;
+		pg.st.large_bytes -= s->npages << PAGE_SHIFT;
+		give_back = retire_units(p0 / PAGES_PER_UNIT, s->npages / PAGES_PER_UNIT, &rel);
+	} else {
+		size_t n = span_maps_all(s->kind) ? s->npages : 1;
+		for (size_t i = 0; i < n; i++)
+			map_set(p0 + i, NULL);
+		give_back = free_run(p0, s->npages, &rel);
+	}
+	span_delete(s);
+	pthread_mutex_unlock(&pg.lock);
+	if (give_back)
+		release_units(&rel);
+	rt_live_tick();
+}
+
+/* Pages [p, p+n) are free for a run to grow into: free pages of HEAP units the heap
+ * may join, or FREE units (past the frontier too). Under the lock. */
+static bool pages_free_for_run(size_t p, size_t n)
+{
+	if (p + n > pg.max_units * PAGES_PER_UNIT)
+		return false;
+	for (size_t u = p / PAGES_PER_UNIT; u <= (p + n - 1) / PAGES_PER_UNIT; u++) {
+		if (u >= pg.frontier || bit(pg.freebits, u))
+			continue;
+		size_t from, to;
+		unit_part(p, n, u, &from, &to);
+		if (!joinable(u) || bits_next(pg.units[u].free, from, to, false) != to)
+			return false;
+	}
+	return true;
+}
+
+bool pages_resize_run(struct span *s, size_t npages)
+{
+	size_t p0 = page_of(s->start);
+	struct release rel;
+	bool give_back = false, clean;
+	/* (Past 1 MiB a block realloc grows moves to whole units, heap.c: grown in
+	 * place across units instead, strings grown by realloc in 2 threads had 10
+	 * times as many units given back and refaulted.) */
+	size_t most = s->kind == SPAN_FIT ? FIT_CHUNK_PAGES : MEDIUM_MAX >> PAGE_SHIFT;
+	if (npages == 0 || (npages > s->npages && (npages > most ||
+						   (s->kind != SPAN_MEDIUM && s->kind != SPAN_FIT))))
+		return false;
+	pthread_mutex_lock(&pg.lock);
+	if (npages < s->npages) {
+		if (span_maps_all(s->kind))
+			for (size_t i = npages; i < s->npages; i++)
+				map_set(p0 + i, NULL);
+		give_back = free_run(p0 + npages, s->npages - npages, &rel);
+	} else if (npages > s->npages) {
+		size_t p = p0 + s->npages, n = npages - s->npages;
+		if (!pages_free_for_run(p, n) || !take_pages(p, n, &clean)) {
+			pthread_mutex_unlock(&pg.lock);
+			return false;
+		}
+		if (span_maps_all(s->kind))
+			for (size_t i = 0; i < n; i++)
+				map_set(p + i, s);
+	}
+	s->npages = npages;
+	pthread_mutex_unlock(&pg.lock);
+	if (give_back)
+		release_units(&rel);
+	return true;
+}
