@@ -18,6 +18,7 @@
 
 #include "heap.h"
 #include "internal.h"
+#include "life.h"
 #include "stacks.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -402,9 +403,9 @@ static void unused(struct slot *s)
  * In the child the forking thread has a new tid: were it on a detached stack of
  * ours, its old tid (gone from this process) would make the stack look free. The
  * other threads' stacks stay as they are in the child. */
-static void lock_for_fork(void) { pthread_mutex_lock(&lock); }
-static void unlock_after_fork(void) { pthread_mutex_unlock(&lock); }
-static void child_after_fork(void)
+void stacks_fork_prepare(void) { pthread_mutex_lock(&lock); }
+void stacks_fork_parent(void) { pthread_mutex_unlock(&lock); }
+void stacks_fork_child(void)
 {
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
 
@@ -413,11 +414,6 @@ static void child_after_fork(void)
 		if ((slots[i].state == S_LIVE || slots[i].state == S_DETACHED) &&
 		    slots[i].lo <= here && here < slots[i].hi)
 			atomic_store(&slots[i].tid, (pid_t)syscall(SYS_gettid));
-}
-
-__attribute__((constructor)) static void stacks_constructor(void)
-{
-	pthread_atfork(lock_for_fork, unlock_after_fork, child_after_fork);
 }
 
 /* ---------- the thread's attributes, copied ---------- */
