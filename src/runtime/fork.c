@@ -1,5 +1,5 @@
-/* fork.c - the runtime's one set of fork handlers, in one order, and the guard that
- * keeps a forked child alive until they have run.
+/* fork.c - the guard that keeps a forked child alive until the runtime's fork
+ * handlers (life.c) have run, and clone without CLONE_VM run between those handlers.
  *
  * Under 2m and 1g, private hugetlb memory (the heap's units, the program's large
  * mappings on them, the break's steps) is never shared with a child: it is staged
@@ -33,17 +33,17 @@
 
 #include "heap.h"
 #include "internal.h"
+#include "life.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* The modules' handlers (heap.h) run in one order. Prepare runs shm, pack, heap, brk (the
- * heap's locks before the break's: brk.c calls the page heap under its own lock);
- * parent and child the other way. */
-
-static struct sigaction prior;  /* the program's SIGSEGV action while the guard stands */
-static volatile sig_atomic_t guarding;
-static pid_t forker;            /* the process that armed it */
-static volatile sig_atomic_t copied; /* in the child: the hugetlb memory is its own */
+/* The guard's state, set by the forking thread under the runtime's locks. */
+static struct {
+	struct sigaction prior;         /* the program's SIGSEGV action while it stands */
+	volatile sig_atomic_t guarding;
+	pid_t forker;                   /* the process that armed it */
+	volatile sig_atomic_t copied;   /* in the child: the hugetlb memory is its own */
+} watch;
 
 static bool in_range(uintptr_t a, bool (*range)(uintptr_t *, uintptr_t *))
 {
@@ -58,11 +58,11 @@ static bool heap_range(uintptr_t *lo, uintptr_t *hi)
 }
 
 /* The child's copy of its hugetlb memory, once (from the guard or the handler). */
-static void copy_in_child(void)
+void fork_guard_copy(void)
 {
-	if (copied)
+	if (watch.copied)
 		return;
-	copied = 1;
+	watch.copied = 1;
 	pages_fork_fixup();
 	brk_fork_fixup();
 }
@@ -71,88 +71,46 @@ static void guard(int sig, siginfo_t *si, void *ctx)
 {
 	int e = errno;
 	uintptr_t a = (uintptr_t)si->si_addr;
-	if (!copied && getpid() != forker &&
+	if (!watch.copied && getpid() != watch.forker &&
 	    (in_range(a, heap_range) || in_range(a, brk_range))) {
-		copy_in_child();
+		fork_guard_copy();
 		errno = e;
 		return; /* the touch is made again, on memory now */
 	}
 	errno = e;
-	if (prior.sa_flags & SA_SIGINFO) {
-		prior.sa_sigaction(sig, si, ctx);
-	} else if (prior.sa_handler != SIG_DFL && prior.sa_handler != SIG_IGN) {
-		prior.sa_handler(sig);
+	if (watch.prior.sa_flags & SA_SIGINFO) {
+		watch.prior.sa_sigaction(sig, si, ctx);
+	} else if (watch.prior.sa_handler != SIG_DFL && watch.prior.sa_handler != SIG_IGN) {
+		watch.prior.sa_handler(sig);
 	} else {
 		/* The program's action is the default: it is put back, and the fault,
 		 * made again, ends the process as it would have. */
-		sigaction(SIGSEGV, &prior, NULL);
+		sigaction(SIGSEGV, &watch.prior, NULL);
 	}
 }
 
-static void arm(void)
+void fork_guard_arm(void)
 {
 	struct sigaction sa;
 	sa.sa_sigaction = guard;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	forker = getpid();
-	copied = 0;
-	if (sigaction(SIGSEGV, &sa, &prior) == 0)
-		guarding = 1;
+	watch.forker = getpid();
+	watch.copied = 0;
+	if (sigaction(SIGSEGV, &sa, &watch.prior) == 0)
+		watch.guarding = 1;
 }
 
 /* The program's action back, unless it set another meanwhile. */
-static void disarm(void)
+void fork_guard_disarm(void)
 {
 	struct sigaction now;
-	if (!guarding)
+	if (!watch.guarding)
 		return;
-	guarding = 0;
+	watch.guarding = 0;
 	if (sigaction(SIGSEGV, NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO) &&
 	    now.sa_sigaction == guard)
-		sigaction(SIGSEGV, &prior, NULL);
-}
-
-static void fork_prepare(void)
-{
-	int e = errno;
-	shm_fork_prepare();
-	pack_fork_prepare();
-	heap_fork_prepare();
-	brk_fork_prepare();
-	if (pages_fork_staged() || brk_fork_staged())
-		arm();
-	errno = e;
-}
-
-static void fork_parent(void)
-{
-	int e = errno;
-	disarm();
-	brk_fork_parent();
-	heap_fork_parent();
-	pack_fork_parent();
-	shm_fork_after();
-	errno = e;
-}
-
-static void fork_child(void)
-{
-	int e = errno;
-	copy_in_child();
-	disarm();
-	brk_fork_child();
-	heap_fork_child();
-	pack_fork_child();
-	rt_live_fork_child();
-	shm_fork_after();
-	errno = e;
-}
-
-/* From the heap's constructor, at load time (pthread_atfork may itself call malloc). */
-void rt_fork_init(void)
-{
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+		sigaction(SIGSEGV, &watch.prior, NULL);
 }
 
 /* ---------- clone without CLONE_VM ---------- */
@@ -182,7 +140,7 @@ static int clone_start(void *p)
 {
 	ucontext_t uc;
 	child_call = *(struct clone_call *)p;
-	fork_child();
+	rt_fork_child();
 	if (getcontext(&uc) < 0)
 		return 127;
 	/* makecontext starts at ss_sp + ss_size: the top of the caller's stack. */
@@ -221,10 +179,10 @@ EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 			-1, 0, &first) < 0)
 		return f(fn, stack, flags, arg, ptid, tls, ctid);
 	struct clone_call c = { fn, arg, stack, first };
-	fork_prepare();
+	rt_fork_prepare();
 	int r = f(clone_start, (char *)first + FIRST_STACK, flags, &c, ptid, tls, ctid);
 	int e = errno;
-	fork_parent();
+	rt_fork_parent();
 	sp_os->munmap(first, FIRST_STACK);
 	errno = e;
 	return r;

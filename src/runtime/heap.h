@@ -1,5 +1,5 @@
 /* heap.h - the runtime allocator's parts: size classes, the page heap over 2 MiB units,
- * spans, and the rt_* entry points that interpose.c exports as malloc & co. */
+ * spans, and the rt_* entry points (malloc.c) that interpose.c exports as malloc & co. */
 #ifndef SP_HEAP_H
 #define SP_HEAP_H
 
@@ -82,7 +82,7 @@ struct span {
 	uint8_t cls;           /* SPAN_SMALL */
 	uint8_t clean;         /* memory known to be zero (fresh from the kernel) */
 	uint16_t owner;        /* SPAN_SMALL: the thread slot whose objects these are
-	                          (1 + its index), 0 for none (heap.c) */
+	                          (1 + its index), 0 for none (central.c) */
 	uintptr_t start;
 	size_t npages;         /* SMALL/MEDIUM/OUTSIDE: pages; LARGE: pages of whole units */
 	/* SPAN_SMALL: objects */
@@ -197,8 +197,8 @@ void pages_range(uintptr_t *lo, uintptr_t *hi);
 /* What every free reads, on one line: the range's start, how many of its pages are
  * writable (it grows), the page info (per page of the range: for a page
  * of a SPAN_SMALL span, (1 + class) << 8 | the page's index in its span; 0
- * otherwise; set and cleared by heap.c, read by free without touching the span),
- * and the key that marks a free object (heap.c). */
+ * otherwise; set and cleared by central.c, read by free without touching the span),
+ * and the key that marks a free object (malloc.c). */
 struct heap_hot {
 	uintptr_t base;
 	size_t top_pages;
@@ -233,14 +233,9 @@ bool pages_fork_staged(void);
 void pages_fork_parent(void);
 void pages_fork_fixup(void);
 void pages_fork_child(void);
-/* Registers the runtime's fork handlers (fork.c), once, at load time. */
-void rt_fork_init(void);
-/* The modules' parts of them, which fork.c calls in its order: the heap's locks
- * (heap.c), the break's hugetlb steps (brk.c: staged, and the child's copy, as
+/* The modules' parts of the runtime's one set of fork handlers, which life.c calls
+ * in its order: the break's hugetlb steps (brk.c: staged, and the child's copy, as
  * pages_fork_*), the SysV table's lock (shm.c). */
-void heap_fork_prepare(void);
-void heap_fork_parent(void);
-void heap_fork_child(void);
 void brk_fork_prepare(void);
 bool brk_fork_staged(void);
 void brk_fork_parent(void);
@@ -328,15 +323,24 @@ void fit_stats(uint64_t *chunk_bytes, uint64_t *free_bytes);
  * the first difference found, or NULL. */
 const char *fit_check(void);
 
-/* ---- entry points (heap.c) ---- */
+/* ---- entry points (malloc.c) ---- */
 void *rt_malloc(size_t size);
 void rt_free(void *p);
 void *rt_calloc(size_t n, size_t size);
 void *rt_realloc(void *p, size_t size);
 void *rt_memalign(size_t align, size_t size);
 size_t rt_usable_size(const void *p);
+/* The free mark's key and the threads' exit key, once, under rt_init; false if
+ * the key cannot be had. */
+bool malloc_init(void);
+/* The calling thread's slot in the central lists (1 + index; 0: none). */
+unsigned malloc_thread_slot(void);
+
+/* ---- start-up (life.c) ---- */
 /* Ready to serve: options read, range reserved. Idempotent, thread-safe. */
 bool rt_init(void);
+/* Whether the heap is serving (without starting it). */
+bool rt_ready(void);
 
 #pragma GCC visibility pop
 

@@ -37,6 +37,7 @@
 
 #include "heap.h"
 #include "internal.h"
+#include "life.h"
 #include "text.h"
 
 #define PAGE 4096ul
@@ -185,7 +186,7 @@ static bool hex_field(const char **s, uintptr_t *out)
  * mapping, too many pieces, maps unreadable. */
 static int pieces_of(uintptr_t lo, uintptr_t hi, struct piece *p)
 {
-	static struct sp_lines l; /* large; the constructor runs once, on one thread */
+	static struct sp_lines l; /* large; text_init runs once, on one thread */
 	const char *line;
 	uintptr_t at = lo;
 	int n = 0, fd = sp_os->open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
@@ -487,7 +488,8 @@ static void write_perf_map(void)
 
 /* ---------- start ---------- */
 
-__attribute__((constructor)) static void text_constructor(void)
+/* Before main, from the runtime's constructor (life.c). */
+void text_init(void)
 {
 	static const enum sp_backing hugetlb_first[] = { SP_BACKING_2M, SP_BACKING_THP };
 	static const enum sp_backing thp_first[] = { SP_BACKING_THP, SP_BACKING_2M };
@@ -505,7 +507,7 @@ __attribute__((constructor)) static void text_constructor(void)
 		rt_verbose(1, "--text does nothing under --backing 4k: text stays on base pages");
 		return;
 	}
-	s.self = (uintptr_t)(void *)text_constructor;
+	s.self = (uintptr_t)(void *)text_init;
 	s.mode = o->text;
 	s.first = true;
 	s.data = threads() == 1;

@@ -1,368 +1,15 @@
-/* heap.c - malloc on the page heap: per-thread caches of small objects (no lock, no
- * system call on the common path), central lists per size class, medium page runs,
- * large unit runs; fork and thread exit handled, errno left as the program had it. */
+/* malloc.c - the malloc entry points (malloc, free, calloc, realloc, memalign,
+ * usable size): per-thread caches of small objects (no lock, no system call on the
+ * common path) over the central lists (central.c), fitted blocks, medium page runs
+ * and large unit runs; the counts; errno left as the program had it. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/auxv.h>
 
+#include "central.h"
 #include "heap.h"
 #include "internal.h"
-
-/* ---------- options and start-up ---------- */
-
-static struct sp_options options;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static _Atomic int ready;       /* 1: serving, -1: could not start */
-static pthread_key_t exit_key;
-
-const struct sp_options *rt_options(void)
-{
-	return &options;
-}
-
-static void warn_option(const char *msg, void *arg)
-{
-	(void)arg;
-	rt_say("%s", msg);
-}
-
-struct tcache;
-static void thread_exit(void *arg);
-
-static void start(void)
-{
-	sp_options_from_env(&options, warn_option, NULL);
-	classes_init();
-	fit_init();
-	const unsigned char *rnd = (const unsigned char *)getauxval(AT_RANDOM);
-	uintptr_t k = 0x9e3779b97f4a7c15ull;
-	if (rnd)
-		memcpy(&k, rnd + 8, sizeof k);
-	heap_hot.free_key = k | 1;
-	if (pthread_key_create(&exit_key, thread_exit) != 0 || pages_init(&options) < 0) {
-		atomic_store(&ready, -1);
-		rt_say("cannot set up the heap (no address space or memory left: ulimit -v?): "
-		       "every malloc of this program fails");
-		return;
-	}
-	atomic_store(&ready, 1);
-	rt_live_init();
-}
-
-bool rt_init(void)
-{
-	if (atomic_load_explicit(&ready, memory_order_acquire) == 1)
-		return true;
-	pthread_once(&once, start);
-	return atomic_load(&ready) == 1;
-}
-
-/* The heap is set up at load time, and the runtime's fork handlers go in (fork.c). */
-__attribute__((constructor)) static void heap_constructor(void)
-{
-	rt_init();
-	rt_fork_init();
-}
-
-/* ---------- spans with free objects, by owner ---------- */
-
-/* A thread fills its cache only from spans of its own, so that the objects it gets
- * new share no cache line with another thread's (that false sharing cost 2 threads
- * half their speed). An object freed joins the cache of the thread that frees it;
- * when that cache gives it back, it goes back to its span, and so to the span's
- * owner. A thread owns spans through a slot, whose lock guards its lists (one per
- * class) of spans with free objects; so threads that free their own objects take
- * only their own lock. Spans of threads that exited, or of threads without a slot,
- * are the class's orphans (under the class's lock), which threads adopt before
- * they make new spans. A span's owner changes only under the lock of the list it
- * leaves and of the one it joins; locks are taken slot first, class second. */
-#define MAX_OWNERS 256
-
-struct spanlist {
-	struct span *head;
-	unsigned n;
-};
-
-struct central {
-	pthread_mutex_t lock;
-	struct spanlist orphans;
-} __attribute__((aligned(64)));
-/* All-zero is PTHREAD_MUTEX_INITIALIZER for glibc's default mutex. */
-static struct central central[NCLASS];
-
-enum { SLOT_FREE = 0, SLOT_LIVE, SLOT_LEAVING };
-struct owner {
-	pthread_mutex_t lock;
-	_Atomic int state;             /* changed under owners_lock */
-	struct spanlist own[NCLASS];   /* under lock */
-} __attribute__((aligned(64)));
-static struct owner owners[MAX_OWNERS];
-static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
-
-struct tcache;
-static void count_by(struct tcache *t, int64_t bytes);
-
-static void list_add(struct spanlist *l, struct span *s)
-{
-	s->prev = NULL;
-	s->next = l->head;
-	if (l->head)
-		l->head->prev = s;
-	l->head = s;
-	s->listed = true;
-	l->n++;
-}
-
-static void list_del(struct spanlist *l, struct span *s)
-{
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		l->head = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	s->prev = s->next = NULL;
-	s->listed = false;
-	l->n--;
-}
-
-/* Sets the page info of a span's pages (heap.h): mark | index, or 0 with mark 0. */
-static void span_mark(struct span *s, uint16_t mark)
-{
-	uint16_t *info = &heap_hot.pageinfo[(s->start - heap_hot.base) >> PAGE_SHIFT];
-	for (size_t i = 0; i < s->npages; i++)
-		__atomic_store_n(&info[i], (uint16_t)(mark ? mark | i : 0), __ATOMIC_RELEASE);
-}
-
-static struct span *new_small_span(unsigned cls)
-{
-	struct span *s = pages_alloc_run(class_pages(cls), 1, SPAN_SMALL);
-	if (!s)
-		return NULL;
-	s->cls = (uint8_t)cls;
-	s->bump = s->start;
-	s->end = s->start + class_info[cls].limit;
-	s->freelist = NULL;
-	s->used = 0;
-	span_mark(s, (uint16_t)((cls + 1) << 8));
-	return s;
-}
-
-/* Gives empty small spans, linked through next, back to the page heap: no free may
- * find them any more. */
-static void small_spans_free(struct span *list)
-{
-	while (list) {
-		struct span *s = list;
-		list = s->next;
-		span_mark(s, 0);
-		pages_free(s);
-	}
-}
-
-static unsigned owner_of(const struct span *s)
-{
-	return __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
-}
-
-static void set_owner(struct span *s, unsigned o)
-{
-	__atomic_store_n(&s->owner, (uint16_t)o, __ATOMIC_RELAXED);
-}
-
-/* The lock of owner o's lists of class cls (o 0: the class's orphans). */
-static pthread_mutex_t *lock_of(unsigned o, unsigned cls)
-{
-	return o ? &owners[o - 1].lock : &central[cls].lock;
-}
-
-/* The list of owner o's spans of class cls. */
-static struct spanlist *list_for(unsigned o, unsigned cls)
-{
-	return o ? &owners[o - 1].own[cls] : &central[cls].orphans;
-}
-
-/* Locks the list a span is on, or goes on when it gets a free object: its owner's
- * while the owner lives, else the orphans (the span leaves a dead owner then).
- * held is the lock the caller holds (or NULL): kept if it is that one, else
- * released. Returns the lock now held; s->owner is stable under it. */
-static pthread_mutex_t *lock_span(struct span *s, pthread_mutex_t *held)
-{
-	for (;;) {
-		unsigned o = owner_of(s);
-		pthread_mutex_t *m = lock_of(o, s->cls);
-		if (m != held) {
-			if (held)
-				pthread_mutex_unlock(held);
-			pthread_mutex_lock(m);
-			held = m;
-		}
-		if (owner_of(s) != o)
-			continue;
-		if (o && !s->listed &&
-		    atomic_load_explicit(&owners[o - 1].state, memory_order_relaxed) != SLOT_LIVE) {
-			set_owner(s, 0); /* unlisted: on no list to leave */
-			continue;
-		}
-		return m;
-	}
-}
-
-static unsigned owners_hint;
-
-/* A slot for a new thread: 1 + its index, or 0 if all are taken (the thread then
- * takes from and makes orphans). */
-static unsigned owner_claim(void)
-{
-	unsigned got = 0;
-	pthread_mutex_lock(&owners_lock);
-	for (unsigned k = 0; k < MAX_OWNERS; k++) {
-		unsigned i = (owners_hint + k) % MAX_OWNERS;
-		if (atomic_load(&owners[i].state) == SLOT_FREE) {
-			atomic_store(&owners[i].state, SLOT_LIVE);
-			owners_hint = i + 1;
-			got = i + 1;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&owners_lock);
-	return got;
-}
-
-/* The spans of slot i become orphans. With lock, takes the slot's and each class's
- * lock and gives empty spans back to the page heap; else the caller holds all those
- * locks and the page heap's (fork's child), and empty spans are orphans too. */
-static void owner_orphan(unsigned i, bool lock)
-{
-	struct span *empty = NULL;
-	if (lock)
-		pthread_mutex_lock(&owners[i].lock);
-	for (unsigned cls = 0; cls < NCLASS; cls++) {
-		struct spanlist *own = &owners[i].own[cls];
-		if (!own->head)
-			continue;
-		struct central *c = &central[cls];
-		if (lock)
-			pthread_mutex_lock(&c->lock);
-		while (own->head) {
-			struct span *s = own->head;
-			list_del(own, s);
-			set_owner(s, 0);
-			if (s->used == 0 && lock) {
-				s->next = empty;
-				empty = s;
-			} else {
-				list_add(&c->orphans, s);
-			}
-		}
-		if (lock)
-			pthread_mutex_unlock(&c->lock);
-	}
-	if (lock)
-		pthread_mutex_unlock(&owners[i].lock);
-	small_spans_free(empty);
-}
-
-/* A thread leaves its slot: its spans are orphans before another thread may take
- * the slot (a put that saw it live has listed its span by then: same lock). */
-static void owner_release(unsigned slot)
-{
-	if (!slot)
-		return;
-	atomic_store(&owners[slot - 1].state, SLOT_LEAVING);
-	owner_orphan(slot - 1, true);
-	pthread_mutex_lock(&owners_lock);
-	atomic_store(&owners[slot - 1].state, SLOT_FREE);
-	pthread_mutex_unlock(&owners_lock);
-}
-
-/* Takes up to n objects of class cls for slot me (0: none), linked through their
- * first word; returns how many (0: out of memory). From the slot's own spans
- * first, then orphans it adopts, then a new span. */
-static unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
-{
-	struct central *c = &central[cls];
-	size_t size = class_size(cls);
-	void *list = NULL;
-	unsigned got = 0;
-	pthread_mutex_t *m = lock_of(me, cls);
-	struct spanlist *mine = list_for(me, cls);
-	pthread_mutex_lock(m);
-	while (got < n) {
-		struct span *s = mine->head;
-		if (!s && me) {
-			pthread_mutex_lock(&c->lock);
-			if ((s = c->orphans.head)) {
-				list_del(&c->orphans, s);
-				set_owner(s, me);
-				list_add(mine, s);
-			}
-			pthread_mutex_unlock(&c->lock);
-		}
-		if (!s) {
-			pthread_mutex_unlock(m);
-			s = new_small_span(cls);
-			pthread_mutex_lock(m);
-			if (!s)
-				break;
-			set_owner(s, me);
-			list_add(mine, s);
-		}
-		while (got < n && s->freelist) {
-			void *o = s->freelist;
-			s->freelist = *(void **)o;
-			*(void **)o = list;
-			list = o;
-			got++;
-			s->used++;
-		}
-		while (got < n && s->bump < s->end) {
-			void *o = (void *)s->bump;
-			s->bump += size;
-			*(void **)o = list;
-			list = o;
-			got++;
-			s->used++;
-		}
-		if (!s->freelist && s->bump >= s->end)
-			list_del(mine, s);
-	}
-	pthread_mutex_unlock(m);
-	*out = list;
-	return got;
-}
-
-/* Gives objects back to their spans; a span left empty goes back to the page heap
- * unless it is the last its owner has of the class. */
-static void central_put(unsigned cls, void *list, struct tcache *t)
-{
-	struct span *empty = NULL;
-	int64_t n = 0;
-	pthread_mutex_t *held = NULL;
-	while (list) {
-		void *o = list;
-		list = *(void **)o;
-		struct span *s = span_at((uintptr_t)o);
-		held = lock_span(s, held);
-		struct spanlist *l = list_for(owner_of(s), cls);
-		*(void **)o = s->freelist;
-		s->freelist = o;
-		s->used--;
-		n++;
-		if (!s->listed)
-			list_add(l, s);
-		if (s->used == 0 && l->n > 1) {
-			list_del(l, s);
-			s->next = empty;
-			empty = s;
-		}
-	}
-	if (held)
-		pthread_mutex_unlock(held);
-	count_by(t, -n * (int64_t)class_size(cls));
-	small_spans_free(empty);
-}
 
 /* ---------- per-thread caches ---------- */
 
@@ -390,8 +37,11 @@ static __thread struct tcache tc;
 #define FLUSH_BYTES ((int64_t)1 << 20)
 #define FLUSH_CALLS 65536
 
-static _Atomic int64_t g_in_use;
-static _Atomic uint64_t g_peak, g_mallocs, g_frees;
+/* What the program has out of the heap, for rt_stats_get. */
+static struct {
+	_Atomic int64_t in_use;
+	_Atomic uint64_t peak, mallocs, frees;
+} counts;
 
 /* Bytes out of the central lists and page heap: the program's blocks and what the
  * threads' caches hold (at most two batches a class). Counted on the slow paths
@@ -400,10 +50,10 @@ static _Atomic uint64_t g_peak, g_mallocs, g_frees;
  * within a MiB per thread. */
 static void count_out(int64_t bytes)
 {
-	int64_t now = atomic_fetch_add_explicit(&g_in_use, bytes, memory_order_relaxed) + bytes;
-	uint64_t peak = atomic_load_explicit(&g_peak, memory_order_relaxed);
+	int64_t now = atomic_fetch_add_explicit(&counts.in_use, bytes, memory_order_relaxed) + bytes;
+	uint64_t peak = atomic_load_explicit(&counts.peak, memory_order_relaxed);
 	while (bytes > 0 && (uint64_t)now > peak &&
-	       !atomic_compare_exchange_weak(&g_peak, &peak, (uint64_t)now))
+	       !atomic_compare_exchange_weak(&counts.peak, &peak, (uint64_t)now))
 		;
 }
 
@@ -426,8 +76,8 @@ static void count_by(struct tcache *t, int64_t bytes)
 static void flush_counts(struct tcache *t, bool all)
 {
 	if (all || t->d_mallocs + t->d_frees >= FLUSH_CALLS) {
-		atomic_fetch_add_explicit(&g_mallocs, t->d_mallocs, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g_frees, t->d_frees, memory_order_relaxed);
+		atomic_fetch_add_explicit(&counts.mallocs, t->d_mallocs, memory_order_relaxed);
+		atomic_fetch_add_explicit(&counts.frees, t->d_frees, memory_order_relaxed);
 		t->d_mallocs = t->d_frees = 0;
 	}
 	if (all && t->d_in_use) {
@@ -436,22 +86,43 @@ static void flush_counts(struct tcache *t, bool all)
 	}
 }
 
+/* Gives the objects of list back to the central lists, for thread cache t. */
+static void put_back(unsigned cls, void *list, struct tcache *t)
+{
+	unsigned n = central_put(cls, list);
+	count_by(t, -(int64_t)n * (int64_t)class_size(cls));
+}
+
 static void thread_exit(void *arg)
 {
 	struct tcache *t = arg;
 	for (unsigned c = 0; c < NCLASS; c++) {
 		if (t->head[c])
-			central_put(c, t->head[c], t);
+			put_back(c, t->head[c], t);
 		if (t->spare[c])
-			central_put(c, t->spare[c], t);
+			put_back(c, t->spare[c], t);
 		t->head[c] = t->spare[c] = NULL;
 	}
 	memset(t->room, 0, sizeof t->room);
 	count_by(t, -(int64_t)fit_cache_flush(true));
 	flush_counts(t, true);
 	t->state = TC_DEAD;
-	owner_release(t->owner);
+	central_release(t->owner);
 	t->owner = 0;
+}
+
+static pthread_key_t exit_key; /* runs thread_exit with a thread's cache */
+
+/* The free mark's key (heap.h), from the kernel's random bytes, and the key that
+ * flushes a thread's cache when it exits. */
+bool malloc_init(void)
+{
+	const unsigned char *rnd = (const unsigned char *)getauxval(AT_RANDOM);
+	uintptr_t k = 0x9e3779b97f4a7c15ull;
+	if (rnd)
+		memcpy(&k, rnd + 8, sizeof k);
+	heap_hot.free_key = k | 1;
+	return pthread_key_create(&exit_key, thread_exit) == 0;
 }
 
 /* The calling thread's cache, or NULL after its exit handler ran. */
@@ -464,7 +135,7 @@ static inline struct tcache *tc_get(void)
 	tc.state = TC_LIVE;
 	for (unsigned c = 0; c < NCLASS; c++)
 		tc.room[c] = class_batch(c);
-	tc.owner = owner_claim();
+	tc.owner = central_claim();
 	pthread_setspecific(exit_key, &tc);
 	return &tc;
 }
@@ -494,7 +165,7 @@ static __attribute__((noinline)) void *small_refill(unsigned cls)
 		t->d_mallocs++;
 		flush_counts(t, false);
 	} else {
-		atomic_fetch_add_explicit(&g_mallocs, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&counts.mallocs, 1, memory_order_relaxed);
 	}
 	((uintptr_t *)o)[1] = 0;
 	return o;
@@ -524,8 +195,8 @@ static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 	struct tcache *t = tc_get();
 	if (!t) {
 		*(void **)p = NULL;
-		central_put(cls, p, NULL);
-		atomic_fetch_add_explicit(&g_frees, 1, memory_order_relaxed);
+		put_back(cls, p, NULL);
+		atomic_fetch_add_explicit(&counts.frees, 1, memory_order_relaxed);
 		return;
 	}
 	t->d_frees++;
@@ -542,7 +213,7 @@ static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 	t->head[cls] = p;
 	t->room[cls] = class_batch(cls) - 1;
 	if (give)
-		central_put(cls, give, t);
+		put_back(cls, give, t);
 	flush_counts(t, false);
 }
 
@@ -607,7 +278,7 @@ static void *big_alloc(size_t size, size_t align, bool *clean, bool whole)
 	if (clean)
 		*clean = s->clean;
 	count_out((int64_t)span_usable(s));
-	atomic_fetch_add_explicit(&g_mallocs, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&counts.mallocs, 1, memory_order_relaxed);
 	return (void *)s->start;
 }
 
@@ -617,7 +288,7 @@ static void count_fit(struct tcache *t, bool is_malloc, int64_t bytes)
 {
 	count_by(t, bytes);
 	if (!t) {
-		atomic_fetch_add_explicit(is_malloc ? &g_mallocs : &g_frees, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(is_malloc ? &counts.mallocs : &counts.frees, 1, memory_order_relaxed);
 		return;
 	}
 	if (is_malloc)
@@ -641,8 +312,7 @@ static void *fit_block(size_t size)
 
 static void *alloc(size_t size, bool *clean)
 {
-	if (__builtin_expect(atomic_load_explicit(&ready, memory_order_acquire) != 1, 0) &&
-	    !rt_init())
+	if (__builtin_expect(!rt_init(), 0))
 		return NULL;
 	if (clean)
 		*clean = false;
@@ -705,7 +375,7 @@ static __attribute__((noinline)) void big_free(void *p)
 		return;
 	}
 	count_out(-(int64_t)span_usable(s));
-	atomic_fetch_add_explicit(&g_frees, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&counts.frees, 1, memory_order_relaxed);
 	pages_free(s);
 }
 
@@ -847,49 +517,10 @@ void *rt_memalign(size_t align, size_t size)
 	return p;
 }
 
-/* ---------- fork (called by fork.c's handlers) ---------- */
-
-void heap_fork_prepare(void)
+/* The forking thread's slot (1 + index; 0: none), which a child keeps (life.c). */
+unsigned malloc_thread_slot(void)
 {
-	pthread_mutex_lock(&owners_lock);
-	for (unsigned i = 0; i < MAX_OWNERS; i++)
-		pthread_mutex_lock(&owners[i].lock);
-	for (unsigned c = 0; c < NCLASS; c++)
-		pthread_mutex_lock(&central[c].lock);
-	fit_lock();
-	pages_lock();
-	pages_fork_prepare();
-}
-
-static void fork_unlock(void)
-{
-	pages_unlock();
-	fit_unlock();
-	for (unsigned c = NCLASS; c-- > 0;)
-		pthread_mutex_unlock(&central[c].lock);
-	for (unsigned i = MAX_OWNERS; i-- > 0;)
-		pthread_mutex_unlock(&owners[i].lock);
-	pthread_mutex_unlock(&owners_lock);
-}
-
-void heap_fork_parent(void)
-{
-	pages_fork_parent();
-	fork_unlock();
-}
-
-void heap_fork_child(void)
-{
-	pages_fork_child();
-	/* Only this thread lives on: the other slots' spans are orphans. */
-	for (unsigned i = 0; i < MAX_OWNERS; i++) {
-		if (i + 1 == tc.owner || atomic_load(&owners[i].state) == SLOT_FREE)
-			continue;
-		atomic_store(&owners[i].state, SLOT_LEAVING);
-		owner_orphan(i, false);
-		atomic_store(&owners[i].state, SLOT_FREE);
-	}
-	fork_unlock();
+	return tc.owner;
 }
 
 /* ---------- stats ---------- */
@@ -899,12 +530,12 @@ void rt_stats_get(struct rt_stats *out)
 	memset(out, 0, sizeof *out);
 	if (tc.state == TC_LIVE)
 		flush_counts(&tc, true);
-	int64_t in_use = atomic_load(&g_in_use);
+	int64_t in_use = atomic_load(&counts.in_use);
 	out->in_use = in_use > 0 ? (uint64_t)in_use : 0;
-	out->peak_in_use = atomic_load(&g_peak);
-	out->mallocs = atomic_load(&g_mallocs);
-	out->frees = atomic_load(&g_frees);
-	if (atomic_load(&ready) == 1) {
+	out->peak_in_use = atomic_load(&counts.peak);
+	out->mallocs = atomic_load(&counts.mallocs);
+	out->frees = atomic_load(&counts.frees);
+	if (rt_ready()) {
 		pages_stats(out);
 		/* Free space inside the fitted blocks' chunks is free inside units too. */
 		uint64_t chunks, free;

@@ -1,0 +1,341 @@
+/* central.c - the central lists: spans of small objects with free objects, by owner
+ * (a thread's slot, or the class's orphans), between the threads' caches and the page
+ * heap; new small spans are made here and empty ones given back.
+ *
+ * A thread fills its cache only from spans of its own, so that the objects it gets
+ * new share no cache line with another thread's (that false sharing cost 2 threads
+ * half their speed). An object freed joins the cache of the thread that frees it;
+ * when that cache gives it back, it goes back to its span, and so to the span's
+ * owner. A thread owns spans through a slot, whose lock guards its lists (one per
+ * class) of spans with free objects; so threads that free their own objects take
+ * only their own lock. Spans of threads that exited, or of threads without a slot,
+ * are the class's orphans (under the class's lock), which threads adopt before
+ * they make new spans. A span's owner changes only under the lock of the list it
+ * leaves and of the one it joins; locks are taken slot first, class second. */
+#include <stdatomic.h>
+
+#include "central.h"
+
+#define MAX_OWNERS 256
+
+struct spanlist {
+	struct span *head;
+	unsigned n;
+};
+
+/* A class's orphans, under its lock. */
+struct class_list {
+	pthread_mutex_t lock;
+	struct spanlist orphans;
+} __attribute__((aligned(64)));
+
+enum { SLOT_FREE = 0, SLOT_LIVE, SLOT_LEAVING };
+/* A thread's slot: its spans with free objects, one list per class, under its lock. */
+struct owner {
+	pthread_mutex_t lock;
+	_Atomic int state;             /* changed under lists.slots_lock */
+	struct spanlist own[NCLASS];   /* under lock */
+} __attribute__((aligned(64)));
+
+/* All-zero is PTHREAD_MUTEX_INITIALIZER for glibc's default mutex. */
+static struct {
+	struct class_list classes[NCLASS];
+	struct owner slots[MAX_OWNERS];
+	pthread_mutex_t slots_lock;    /* claiming and leaving slots */
+	unsigned hint;                 /* where the next claim looks first */
+} lists = { .slots_lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void list_add(struct spanlist *l, struct span *s)
+{
+	s->prev = NULL;
+	s->next = l->head;
+	if (l->head)
+		l->head->prev = s;
+	l->head = s;
+	s->listed = true;
+	l->n++;
+}
+
+static void list_del(struct spanlist *l, struct span *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		l->head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	s->prev = s->next = NULL;
+	s->listed = false;
+	l->n--;
+}
+
+/* Sets the page info of a span's pages (heap.h): mark | index, or 0 with mark 0. */
+static void span_mark(struct span *s, uint16_t mark)
+{
+	uint16_t *info = &heap_hot.pageinfo[(s->start - heap_hot.base) >> PAGE_SHIFT];
+	for (size_t i = 0; i < s->npages; i++)
+		__atomic_store_n(&info[i], (uint16_t)(mark ? mark | i : 0), __ATOMIC_RELEASE);
+}
+
+static struct span *new_small_span(unsigned cls)
+{
+	struct span *s = pages_alloc_run(class_pages(cls), 1, SPAN_SMALL);
+	if (!s)
+		return NULL;
+	s->cls = (uint8_t)cls;
+	s->bump = s->start;
+	s->end = s->start + class_info[cls].limit;
+	s->freelist = NULL;
+	s->used = 0;
+	span_mark(s, (uint16_t)((cls + 1) << 8));
+	return s;
+}
+
+/* Gives empty small spans, linked through next, back to the page heap: no free may
+ * find them any more. */
+static void small_spans_free(struct span *list)
+{
+	while (list) {
+		struct span *s = list;
+		list = s->next;
+		span_mark(s, 0);
+		pages_free(s);
+	}
+}
+
+static unsigned owner_of(const struct span *s)
+{
+	return __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+}
+
+static void set_owner(struct span *s, unsigned o)
+{
+	__atomic_store_n(&s->owner, (uint16_t)o, __ATOMIC_RELAXED);
+}
+
+/* The lock of owner o's lists of class cls (o 0: the class's orphans). */
+static pthread_mutex_t *lock_of(unsigned o, unsigned cls)
+{
+	return o ? &lists.slots[o - 1].lock : &lists.classes[cls].lock;
+}
+
+/* The list of owner o's spans of class cls. */
+static struct spanlist *list_for(unsigned o, unsigned cls)
+{
+	return o ? &lists.slots[o - 1].own[cls] : &lists.classes[cls].orphans;
+}
+
+/* Locks the list a span is on, or goes on when it gets a free object: its owner's
+ * while the owner lives, else the orphans (the span leaves a dead owner then).
+ * held is the lock the caller holds (or NULL): kept if it is that one, else
+ * released. Returns the lock now held; s->owner is stable under it. */
+static pthread_mutex_t *lock_span(struct span *s, pthread_mutex_t *held)
+{
+	for (;;) {
+		unsigned o = owner_of(s);
+		pthread_mutex_t *m = lock_of(o, s->cls);
+		if (m != held) {
+			if (held)
+				pthread_mutex_unlock(held);
+			pthread_mutex_lock(m);
+			held = m;
+		}
+		if (owner_of(s) != o)
+			continue;
+		if (o && !s->listed &&
+		    atomic_load_explicit(&lists.slots[o - 1].state, memory_order_relaxed) != SLOT_LIVE) {
+			set_owner(s, 0); /* unlisted: on no list to leave */
+			continue;
+		}
+		return m;
+	}
+}
+
+unsigned central_claim(void)
+{
+	unsigned got = 0;
+	pthread_mutex_lock(&lists.slots_lock);
+	for (unsigned k = 0; k < MAX_OWNERS; k++) {
+		unsigned i = (lists.hint + k) % MAX_OWNERS;
+		if (atomic_load(&lists.slots[i].state) == SLOT_FREE) {
+			atomic_store(&lists.slots[i].state, SLOT_LIVE);
+			lists.hint = i + 1;
+			got = i + 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lists.slots_lock);
+	return got;
+}
+
+/* The spans of slot i become orphans. With lock, takes the slot's and each class's
+ * lock and gives empty spans back to the page heap; else the caller holds all those
+ * locks and the page heap's (fork's child), and empty spans are orphans too. */
+static void owner_orphan(unsigned i, bool lock)
+{
+	struct span *empty = NULL;
+	if (lock)
+		pthread_mutex_lock(&lists.slots[i].lock);
+	for (unsigned cls = 0; cls < NCLASS; cls++) {
+		struct spanlist *own = &lists.slots[i].own[cls];
+		if (!own->head)
+			continue;
+		struct class_list *c = &lists.classes[cls];
+		if (lock)
+			pthread_mutex_lock(&c->lock);
+		while (own->head) {
+			struct span *s = own->head;
+			list_del(own, s);
+			set_owner(s, 0);
+			if (s->used == 0 && lock) {
+				s->next = empty;
+				empty = s;
+			} else {
+				list_add(&c->orphans, s);
+			}
+		}
+		if (lock)
+			pthread_mutex_unlock(&c->lock);
+	}
+	if (lock)
+		pthread_mutex_unlock(&lists.slots[i].lock);
+	small_spans_free(empty);
+}
+
+/* The slot's spans are orphans before another thread may take the slot (a put that
+ * saw it live has listed its span by then: same lock). */
+void central_release(unsigned slot)
+{
+	if (!slot)
+		return;
+	atomic_store(&lists.slots[slot - 1].state, SLOT_LEAVING);
+	owner_orphan(slot - 1, true);
+	pthread_mutex_lock(&lists.slots_lock);
+	atomic_store(&lists.slots[slot - 1].state, SLOT_FREE);
+	pthread_mutex_unlock(&lists.slots_lock);
+}
+
+/* Moves up to n - *got objects of span s onto *list (free ones first, then never
+ * used ones), counting them in s->used and *got. */
+static void take_from(struct span *s, size_t size, unsigned n, void **list, unsigned *got)
+{
+	while (*got < n && s->freelist) {
+		void *o = s->freelist;
+		s->freelist = *(void **)o;
+		*(void **)o = *list;
+		*list = o;
+		(*got)++;
+		s->used++;
+	}
+	while (*got < n && s->bump < s->end) {
+		void *o = (void *)s->bump;
+		s->bump += size;
+		*(void **)o = *list;
+		*list = o;
+		(*got)++;
+		s->used++;
+	}
+}
+
+/* From the slot's own spans first, then orphans it adopts, then a new span. */
+unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
+{
+	struct class_list *c = &lists.classes[cls];
+	size_t size = class_size(cls);
+	void *list = NULL;
+	unsigned got = 0;
+	pthread_mutex_t *m = lock_of(me, cls);
+	struct spanlist *mine = list_for(me, cls);
+	pthread_mutex_lock(m);
+	while (got < n) {
+		struct span *s = mine->head;
+		if (!s && me) {
+			pthread_mutex_lock(&c->lock);
+			if ((s = c->orphans.head)) {
+				list_del(&c->orphans, s);
+				set_owner(s, me);
+				list_add(mine, s);
+			}
+			pthread_mutex_unlock(&c->lock);
+		}
+		if (!s) {
+			pthread_mutex_unlock(m);
+			s = new_small_span(cls);
+			pthread_mutex_lock(m);
+			if (!s)
+				break;
+			set_owner(s, me);
+			list_add(mine, s);
+		}
+		take_from(s, size, n, &list, &got);
+		if (!s->freelist && s->bump >= s->end)
+			list_del(mine, s);
+	}
+	pthread_mutex_unlock(m);
+	*out = list;
+	return got;
+}
+
+/* A span left empty goes back to the page heap unless it is the last its owner has
+ * of the class. */
+unsigned central_put(unsigned cls, void *list)
+{
+	struct span *empty = NULL;
+	unsigned n = 0;
+	pthread_mutex_t *held = NULL;
+	while (list) {
+		void *o = list;
+		list = *(void **)o;
+		struct span *s = span_at((uintptr_t)o);
+		held = lock_span(s, held);
+		struct spanlist *l = list_for(owner_of(s), cls);
+		*(void **)o = s->freelist;
+		s->freelist = o;
+		s->used--;
+		n++;
+		if (!s->listed)
+			list_add(l, s);
+		if (s->used == 0 && l->n > 1) {
+			list_del(l, s);
+			s->next = empty;
+			empty = s;
+		}
+	}
+	if (held)
+		pthread_mutex_unlock(held);
+	small_spans_free(empty);
+	return n;
+}
+
+/* ---------- fork (life.c calls these in its order) ---------- */
+
+void central_fork_lock(void)
+{
+	pthread_mutex_lock(&lists.slots_lock);
+	for (unsigned i = 0; i < MAX_OWNERS; i++)
+		pthread_mutex_lock(&lists.slots[i].lock);
+	for (unsigned c = 0; c < NCLASS; c++)
+		pthread_mutex_lock(&lists.classes[c].lock);
+}
+
+void central_fork_unlock(void)
+{
+	for (unsigned c = NCLASS; c-- > 0;)
+		pthread_mutex_unlock(&lists.classes[c].lock);
+	for (unsigned i = MAX_OWNERS; i-- > 0;)
+		pthread_mutex_unlock(&lists.slots[i].lock);
+	pthread_mutex_unlock(&lists.slots_lock);
+}
+
+/* Only the forking thread lives on: the other slots' spans are orphans (the page
+ * heap's lock is held too: empty spans stay orphans). */
+void central_fork_orphan(unsigned keep)
+{
+	for (unsigned i = 0; i < MAX_OWNERS; i++) {
+		if (i + 1 == keep || atomic_load(&lists.slots[i].state) == SLOT_FREE)
+			continue;
+		atomic_store(&lists.slots[i].state, SLOT_LEAVING);
+		owner_orphan(i, false);
+		atomic_store(&lists.slots[i].state, SLOT_FREE);
+	}
+}

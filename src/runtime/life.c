@@ -1,0 +1,222 @@
+/* life.c - the runtime's life cycle: its start (one constructor, the init steps in
+ * order), its one set of fork handlers (the locks in one stated order), and the
+ * account at exit. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "central.h"
+#include "heap.h"
+#include "internal.h"
+#include "life.h"
+
+/* ---------- start ---------- */
+
+static struct {
+	struct sp_options options;
+	pthread_once_t once;
+	_Atomic int ready;           /* 1: serving, -1: could not start */
+} life = { .once = PTHREAD_ONCE_INIT };
+
+const struct sp_options *rt_options(void)
+{
+	return &life.options;
+}
+
+static void warn_option(const char *msg, void *arg)
+{
+	(void)arg;
+	rt_say("%s", msg);
+}
+
+/* The heap's start, once, from the constructor or the first call that needs it
+ * (a malloc made before the constructor ran, by ld.so or another library's): the
+ * options from SUPERPAGE_*, the size classes, the fitted blocks' arenas, the threads'
+ * caches, the page heap's range, then the live account's page. */
+static void start(void)
+{
+	sp_options_from_env(&life.options, warn_option, NULL);
+	classes_init();
+	fit_init();
+	if (!malloc_init() || pages_init(&life.options) < 0) {
+		atomic_store(&life.ready, -1);
+		rt_say("cannot set up the heap (no address space or memory left: ulimit -v?): "
+		       "every malloc of this program fails");
+		return;
+	}
+	atomic_store(&life.ready, 1);
+	rt_live_init();
+}
+
+bool rt_init(void)
+{
+	if (atomic_load_explicit(&life.ready, memory_order_acquire) == 1)
+		return true;
+	pthread_once(&life.once, start);
+	return atomic_load(&life.ready) == 1;
+}
+
+bool rt_ready(void)
+{
+	return atomic_load(&life.ready) == 1;
+}
+
+/* ---------- fork ----------
+ * One registration, so that the order is this file's and not the link's. prepare
+ * takes the locks in the order the runtime nests them (a thread that holds one of
+ * them may take one further down the list, never one further up):
+ *   1. the stacks' slots (stacks.c; a leaf: nothing is taken under it);
+ *   2. the SysV table (shm.c);
+ *   3. the packed chunks (pack.c), whose parts are marked MADV_DONTFORK;
+ *   4. the central lists (central.c): the slots' lock, each slot's, each class's;
+ *   5. the fitted blocks (fit.c): its arenas, then its meta lock (fit_lock);
+ *   6. the page heap (pages.c), which then stages its hugetlb units;
+ *   7. the break (brk.c), which stages its hugetlb steps: it calls the page heap
+ *      under its own lock, but only calls of the page heap that take no lock;
+ *   8. then, if hugetlb memory was staged, the guard stands (fork.c).
+ * parent and child undo it in the reverse order; the child first copies its hugetlb
+ * memory in (if the guard has not), makes the other threads' slots orphans while it
+ * still holds every lock, and starts its own live account. glibc runs these after
+ * the core's handler (src/core/alloc.c: the registry's lock) in prepare, before it in
+ * parent and child. */
+
+void rt_fork_prepare(void)
+{
+	int e = errno;
+	stacks_fork_prepare();
+	shm_fork_prepare();
+	pack_fork_prepare();
+	central_fork_lock();
+	fit_lock();
+	pages_lock();
+	pages_fork_prepare();
+	brk_fork_prepare();
+	if (pages_fork_staged() || brk_fork_staged())
+		fork_guard_arm();
+	errno = e;
+}
+
+void rt_fork_parent(void)
+{
+	int e = errno;
+	fork_guard_disarm();
+	brk_fork_parent();
+	pages_fork_parent();
+	pages_unlock();
+	fit_unlock();
+	central_fork_unlock();
+	pack_fork_parent();
+	shm_fork_after();
+	stacks_fork_parent();
+	errno = e;
+}
+
+void rt_fork_child(void)
+{
+	int e = errno;
+	fork_guard_copy();
+	fork_guard_disarm();
+	brk_fork_child();
+	pages_fork_child();
+	central_fork_orphan(malloc_thread_slot());
+	pages_unlock();
+	fit_unlock();
+	central_fork_unlock();
+	pack_fork_child();
+	rt_live_fork_child();
+	shm_fork_after();
+	stacks_fork_child();
+	errno = e;
+}
+
+/* ---------- exit ---------- */
+
+/* A copy of the stderr the program started with, for the account at exit: some
+ * programs close stderr before they end (GNU coreutils do, in an atexit handler
+ * that runs before this one). The copy is kept only with SUPERPAGE_STATS=yes, is
+ * closed on exec, and is used only while it is still that same file. */
+static struct {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	_Atomic int reported_pid;    /* the process that wrote its account */
+} at_exit = { .fd = -1 };
+
+static void keep_stderr(void)
+{
+	const char *v = getenv("SUPERPAGE_STATS");
+	struct stat st;
+	bool yes;
+	int fd;
+
+	if (!v || sp_parse_bool(v, &yes) < 0 || !yes || fstat(2, &st) < 0)
+		return;
+	/* High, out of the way of the numbers programs pick for themselves. */
+	fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
+	if (fd < 0)
+		fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return;
+	at_exit.dev = st.st_dev;
+	at_exit.ino = st.st_ino;
+	at_exit.fd = fd;
+}
+
+/* Where the text account goes: the copy of stderr while it is still that file. */
+static int report_stderr(void)
+{
+	struct stat st;
+
+	if (at_exit.fd >= 0 && fstat(at_exit.fd, &st) == 0 && st.st_dev == at_exit.dev &&
+	    st.st_ino == at_exit.ino)
+		return at_exit.fd;
+	return 2;
+}
+
+/* At exit, once per process: the account on stderr, or appended to the stats file. */
+static void report_at_exit(void)
+{
+	int e = errno, me = (int)getpid(), fd;
+	const struct sp_options *opt = rt_options();
+
+	if (!opt || !opt->stats)
+		goto out;
+	if (atomic_exchange(&at_exit.reported_pid, me) == me)
+		goto out;
+	if (!opt->stats_file[0]) {
+		rt_report(report_stderr(), false);
+		goto out;
+	}
+	fd = open(opt->stats_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rt_say("pid %d: cannot write the account to %s (errno %d)", me, opt->stats_file, errno);
+		goto out;
+	}
+	rt_report(fd, true);
+	close(fd);
+out:
+	errno = e;
+}
+
+/* ---------- the constructor ----------
+ * At load time, in this order:
+ *   1. the heap (rt_init: options, classes, arenas, caches, range; see start);
+ *   2. the fork handlers: here, not inside malloc (pthread_atfork may itself call
+ *      malloc), and after the heap, whose locks they take;
+ *   3. the account at exit: the copy of stderr, and atexit, registered here and not
+ *      inside malloc (atexit may allocate when its first block of handlers is full,
+ *      and this early it never is);
+ *   4. --text: the program's text (and large data) moved to huge pages, before
+ *      main and before any other thread can run. */
+__attribute__((constructor)) static void life_constructor(void)
+{
+	rt_init();
+	pthread_atfork(rt_fork_prepare, rt_fork_parent, rt_fork_child);
+	keep_stderr();
+	atexit(report_at_exit);
+	text_init();
+}

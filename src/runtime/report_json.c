@@ -1,0 +1,122 @@
+/* report_json.c - the account as one JSON line (SUPERPAGE_STATS_FILE, superpage run
+ * --stats-file): the coverage, the heap, the mappings and the break, the falls, and
+ * what --shm, --text and --stacks did. */
+#include "internal.h"
+#include "report.h"
+
+/* pid and comm, the coverage of the process and by region, the peak RSS. */
+static void json_coverage(struct out *o, const struct account *a)
+{
+	put_fmt(o, "{\"pid\":%d,\"comm\":", a->pid);
+	put_json_string(o, a->comm);
+	put_fmt(o, ",\"rss_bytes\":%llu,\"huge_bytes\":%llu,\"coverage\":",
+		(unsigned long long)a->cov.rss_bytes, (unsigned long long)a->cov.huge_bytes);
+	put_ratio(o, sp_coverage_ratio(&a->cov));
+	put_str(o, ",\"regions\":{");
+	for (int r = 0; r < SP_REGION_COUNT; r++) {
+		const struct sp_usage *u = &a->cov.region[r];
+		put_fmt(o, "%s\"%s\":{\"bytes\":%llu,\"huge_bytes\":%llu,\"not_huge\":{", r ? "," : "",
+			sp_region_name((enum sp_region)r), (unsigned long long)u->bytes,
+			(unsigned long long)u->huge_bytes);
+		for (int w = 0, n = 0; w < SP_WHY_COUNT; w++)
+			if (u->not_huge[w])
+				put_fmt(o, "%s\"%s\":%llu", n++ ? "," : "", sp_why_name((enum sp_why)w),
+					(unsigned long long)u->not_huge[w]);
+		put_str(o, "}}");
+	}
+	put_fmt(o, "},\"hugetlb_bytes\":%llu,\"thp_bytes\":%llu,\"vm_hwm_bytes\":%llu",
+		(unsigned long long)a->cov.hugetlb_bytes, (unsigned long long)a->cov.thp_bytes,
+		(unsigned long long)a->hwm);
+	if (a->cov_err < 0)
+		put_fmt(o, ",\"coverage_errno\":%d", -a->cov_err);
+}
+
+/* "heap": the malloc counts and the units; "mmaps"; "brk". */
+static void json_heap(struct out *o, const struct rt_stats *st)
+{
+	put_fmt(o, ",\"heap\":{\"in_use\":%llu,\"peak\":%llu,\"mallocs\":%llu,\"frees\":%llu,\"units\":{",
+		(unsigned long long)st->in_use, (unsigned long long)st->peak_in_use,
+		(unsigned long long)st->mallocs, (unsigned long long)st->frees);
+	for (size_t k = 0; k < N_UNIT_RUNGS; k++)
+		put_fmt(o, "%s\"%s\":%llu", k ? "," : "", sp_backing_name(unit_rungs[k]),
+			(unsigned long long)st->units[unit_rungs[k]]);
+	put_fmt(o, "},\"units_peak\":%llu,\"large_blocks\":%llu,\"large_bytes\":%llu,"
+		"\"mremaps\":%llu,\"released_units\":%llu,\"reused_units\":%llu",
+		(unsigned long long)st->units_peak, (unsigned long long)st->large_blocks,
+		(unsigned long long)st->large_bytes, (unsigned long long)st->mremaps,
+		(unsigned long long)st->released_units, (unsigned long long)st->reused_units);
+	put_fmt(o, ",\"unit_used_bytes\":%llu,\"unit_free_bytes\":%llu,\"full_unit_bytes\":%llu,"
+		"\"kept_units\":%llu",
+		(unsigned long long)st->unit_used_bytes, (unsigned long long)st->unit_free_bytes,
+		(unsigned long long)st->full_unit_bytes, (unsigned long long)st->kept_units);
+	put_fmt(o, "},\"mmaps\":{\"small\":%llu,\"small_bytes\":%llu,\"large\":%llu,"
+		"\"packed\":%llu,\"packed_collapsed\":%llu,\"packed_refused\":%llu}",
+		(unsigned long long)st->small_mmaps, (unsigned long long)st->small_mmap_bytes,
+		(unsigned long long)st->large_mmaps, (unsigned long long)st->packed,
+		(unsigned long long)st->packed_collapsed, (unsigned long long)st->packed_refused);
+	put_fmt(o, ",\"brk\":{\"bytes\":%llu,\"peak\":%llu,\"emulated\":%s}",
+		(unsigned long long)st->brk_bytes, (unsigned long long)st->brk_peak,
+		st->brk_emulated ? "true" : "false");
+}
+
+/* "falls": {"rung":{"reason":N,...},...}, the rungs with none left out. */
+static void json_falls(struct out *o, const struct rt_stats *st)
+{
+	bool first_rung = true;
+
+	put_str(o, ",\"falls\":{");
+	for (int b = 0; b < SP_BACKING_COUNT; b++) {
+		bool first_why = true;
+
+		for (int f = 0; f < SP_FALL_COUNT; f++) {
+			if (!st->falls[b][f])
+				continue;
+			if (first_why)
+				put_fmt(o, "%s\"%s\":{", first_rung ? "" : ",",
+					sp_backing_name((enum sp_backing)b));
+			put_fmt(o, "%s\"%s\":%llu", first_why ? "" : ",", sp_fall_name((enum sp_fall)f),
+				(unsigned long long)st->falls[b][f]);
+			first_why = first_rung = false;
+		}
+		if (!first_why)
+			put_char(o, '}');
+	}
+	put_char(o, '}');
+}
+
+/* "shm", "text" and "stacks": what --shm, --text and --stacks did (zeros without). */
+static void json_options(struct out *o, const struct account *a)
+{
+	put_fmt(o, ",\"shm\":{\"segments\":%llu,\"segment_bytes\":%llu,\"maps\":%llu,"
+		"\"map_bytes\":%llu,\"segment_falls\":{", (unsigned long long)a->shm.segments,
+		(unsigned long long)a->shm.segment_bytes, (unsigned long long)a->shm.maps,
+		(unsigned long long)a->shm.map_bytes);
+	put_shm_falls(o, a->shm.segment_falls, true);
+	put_str(o, "},\"map_falls\":{");
+	put_shm_falls(o, a->shm.map_falls, true);
+	put_fmt(o, "}},\"text\":{\"objects\":%llu,\"text_bytes\":%llu,\"text_moved\":%llu,"
+		"\"text_hugetlb\":%llu,\"text_page_cache\":%llu,\"data_moved\":%llu,"
+		"\"unaligned_segments\":%llu,\"perf_map_symbols\":%llu,\"falls\":{",
+		(unsigned long long)a->text.objects, (unsigned long long)a->text.text_bytes,
+		(unsigned long long)a->text.text_moved, (unsigned long long)a->text.text_hugetlb,
+		(unsigned long long)a->text.text_cached, (unsigned long long)a->text.data_moved,
+		(unsigned long long)a->text.unaligned, (unsigned long long)a->text.perf_map_symbols);
+	put_rung_falls(o, a->text.falls, true);
+	put_fmt(o, "}},\"stacks\":{\"threads\":%llu,\"bytes\":%llu,\"maps\":%llu,\"reused\":%llu,"
+		"\"unmaps\":%llu,\"live\":%llu,\"cached\":%llu,\"falls\":{",
+		(unsigned long long)a->stacks.threads, (unsigned long long)a->stacks.bytes,
+		(unsigned long long)a->stacks.maps, (unsigned long long)a->stacks.reused,
+		(unsigned long long)a->stacks.unmaps, (unsigned long long)a->stacks.live,
+		(unsigned long long)a->stacks.cached);
+	put_shm_falls(o, a->stacks.falls, true);
+	put_str(o, "}}");
+}
+
+void report_json(struct out *o, const struct account *a)
+{
+	json_coverage(o, a);
+	json_heap(o, &a->st);
+	json_falls(o, &a->st);
+	json_options(o, a);
+	put_str(o, "}\n");
+}

@@ -1,0 +1,77 @@
+/* report_live.c - the heap's account while the program runs, for superpage stat: a
+ * page (the core's sp_live) published when units change and every 0.1 s. */
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "runtime.h"
+
+#define LIVE_NS 100000000ull /* published every 0.1 s the heap is used, and when its
+                                units change (the account walks nothing: cheap) */
+static struct {
+	struct sp_live *page;
+	int32_t pid;
+	_Atomic bool busy;                 /* a thread publishes */
+	_Atomic uint64_t at, events;       /* the last publication */
+} live;
+
+/* The page is had at start, before the program runs: a process under a seccomp
+ * filter (it may kill on memfd_create) publishes nothing, and publishing itself
+ * makes no system call (the clock is the vDSO's). */
+void rt_live_init(void)
+{
+	if (sp_os->prctl(PR_GET_SECCOMP, 0) != 0) /* (in a mode, or cannot say) */
+		return;
+	live.pid = (int32_t)getpid();
+	live.page = sp_live_map();
+}
+
+void rt_live_fork_child(void)
+{
+	if (live.page) {
+		live.pid = (int32_t)getpid();
+		atomic_store(&live.at, 0);
+	}
+}
+
+void rt_live_tick(void)
+{
+	if (!live.page)
+		return;
+	uint64_t now = sp_os->now_ns(), events = pages_unit_events();
+	/* Read first, so that threads share the flag's line only when it is time. */
+	if ((now - atomic_load_explicit(&live.at, memory_order_relaxed) < LIVE_NS &&
+	     events == atomic_load_explicit(&live.events, memory_order_relaxed)) ||
+	    atomic_exchange_explicit(&live.busy, true, memory_order_acquire))
+		return;
+	atomic_store_explicit(&live.at, now, memory_order_relaxed);
+	atomic_store_explicit(&live.events, events, memory_order_relaxed);
+	struct rt_stats st;
+	struct sp_live s;
+	rt_stats_get(&st);
+	memset(&s, 0, sizeof s);
+	s.pid = live.pid;
+	s.at_ns = now;
+	s.in_use = st.in_use;
+	s.peak_in_use = st.peak_in_use;
+	s.mallocs = st.mallocs;
+	s.frees = st.frees;
+	memcpy(s.units, st.units, sizeof s.units);
+	s.units_peak = st.units_peak;
+	s.large_blocks = st.large_blocks;
+	s.large_bytes = st.large_bytes;
+	s.released_units = st.released_units;
+	s.reused_units = st.reused_units;
+	s.unit_used_bytes = st.unit_used_bytes;
+	s.unit_free_bytes = st.unit_free_bytes;
+	s.full_unit_bytes = st.full_unit_bytes;
+	s.kept_units = st.kept_units;
+	for (int b = 0; b < SP_BACKING_COUNT; b++)
+		for (int f = 0; f < SP_FALL_COUNT; f++)
+			s.falls += st.falls[b][f];
+	sp_live_put(live.page, &s);
+	atomic_store_explicit(&live.busy, false, memory_order_release);
+}
+

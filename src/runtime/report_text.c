@@ -1,0 +1,235 @@
+/* report_text.c - the account as the text report's lines on stderr (superpage run
+ * --stats): coverage by region and why not huge, malloc, units and mappings, what
+ * --shm, --text and --stacks did, and the falls. */
+#include "internal.h"
+#include "report.h"
+
+/* Starts a line of the text report: "superpage: pid N (comm): ". */
+static void line_start(struct out *o, const struct account *a)
+{
+	size_t from;
+
+	put_fmt(o, "superpage: pid %d", a->pid);
+	if (a->comm[0]) {
+		put_str(o, " (");
+		from = o->len;
+		put_str(o, a->comm);
+		one_line(o, from);
+		put_char(o, ')');
+	}
+	put_str(o, ": ");
+}
+
+/* "not huge, why: anon 70.0 MiB small, 2.0 MiB partial; text 3.9 MiB file": every
+ * resident byte not on huge pages, by region, with its reason (sp_why). */
+static void report_why(struct out *o, const struct account *a)
+{
+	bool any = false;
+	for (int r = 0; r < SP_REGION_COUNT; r++) {
+		const struct sp_usage *u = &a->cov.region[r];
+		bool first = true;
+		for (int w = 0; w < SP_WHY_COUNT; w++) {
+			if (!u->not_huge[w])
+				continue;
+			if (!any) {
+				line_start(o, a);
+				put_str(o, "not huge, why:");
+			}
+			put_fmt(o, "%s", first ? (any ? "; " : " ") : ", ");
+			if (first)
+				put_fmt(o, "%s ", sp_region_name((enum sp_region)r));
+			put_human(o, u->not_huge[w]);
+			put_fmt(o, " %s", sp_why_name((enum sp_why)w));
+			first = false;
+			any = true;
+		}
+	}
+	if (any)
+		put_char(o, '\n');
+}
+
+/* The coverage smaps gives (or why there is none), by region, and why not huge. */
+static void text_coverage(struct out *o, const struct account *a)
+{
+	bool any = false;
+
+	line_start(o, a);
+	if (a->cov_err < 0) {
+		put_fmt(o, "cannot read /proc/self/smaps (errno %d): no coverage\n", -a->cov_err);
+		return;
+	}
+	put_human(o, a->cov.rss_bytes);
+	put_str(o, " resident, ");
+	put_human(o, a->cov.huge_bytes);
+	put_str(o, " on huge pages (");
+	put_percent(o, a->cov.huge_bytes, a->cov.rss_bytes);
+	put_str(o, "): hugetlb ");
+	put_human(o, a->cov.hugetlb_bytes);
+	put_str(o, ", THP ");
+	put_human(o, a->cov.thp_bytes);
+	if (a->hwm) {
+		put_str(o, "; peak RSS ");
+		put_human(o, a->hwm);
+	}
+	put_char(o, '\n');
+
+	line_start(o, a);
+	put_str(o, "resident by region:");
+	for (int r = 0; r < SP_REGION_COUNT; r++) {
+		const struct sp_usage *u = &a->cov.region[r];
+
+		/* heap and anon always: they are what the runtime backs. */
+		if (!u->bytes && r != SP_REGION_HEAP && r != SP_REGION_ANON)
+			continue;
+		put_fmt(o, "%s %s ", any ? "," : "", sp_region_name((enum sp_region)r));
+		put_human(o, u->bytes);
+		put_str(o, " (");
+		put_percent(o, u->huge_bytes, u->bytes);
+		put_str(o, " huge)");
+		any = true;
+	}
+	put_char(o, '\n');
+	report_why(o, a);
+}
+
+/* malloc's counts, and the program break. tlb: 2m or 1g, the break on hugetlb. */
+static void text_malloc(struct out *o, const struct account *a, bool tlb)
+{
+	const struct rt_stats *st = &a->st;
+
+	line_start(o, a);
+	put_str(o, "malloc: ");
+	put_human(o, st->in_use);
+	put_str(o, " in use at exit, peak ");
+	put_human(o, st->peak_in_use);
+	put_fmt(o, "; %llu mallocs, %llu frees", (unsigned long long)st->mallocs,
+		(unsigned long long)st->frees);
+	if (st->brk_used) {
+		put_str(o, "; program break ");
+		put_human(o, st->brk_bytes);
+		put_str(o, " (peak ");
+		put_human(o, st->brk_peak);
+		put_str(o, !st->brk_emulated ? ", the kernel's)"
+			   : tlb ? ", emulated on hugetlb)" : ", emulated on THP)");
+	}
+	put_char(o, '\n');
+}
+
+/* The 2 MiB units by rung, large blocks and the program's mmaps; then the memory of
+ * the units: in use, free inside units in use, in full units. */
+static void text_units(struct out *o, const struct account *a, bool tlb)
+{
+	const struct rt_stats *st = &a->st;
+	bool any = false;
+
+	line_start(o, a);
+	put_str(o, "2 MiB units:");
+	for (size_t k = 0; k < N_UNIT_RUNGS; k++) {
+		if (!st->units[unit_rungs[k]])
+			continue;
+		put_fmt(o, "%s %llu %s", any ? "," : "", (unsigned long long)st->units[unit_rungs[k]],
+			sp_backing_name(unit_rungs[k]));
+		any = true;
+	}
+	put_fmt(o, "%s (peak %llu, %llu given back, %llu reused); %llu large blocks (",
+		any ? "" : " none", (unsigned long long)st->units_peak,
+		(unsigned long long)st->released_units, (unsigned long long)st->reused_units,
+		(unsigned long long)st->large_blocks);
+	put_human(o, st->large_bytes);
+	put_fmt(o, "), %llu mremaps; mmaps: %llu small from units (", (unsigned long long)st->mremaps,
+		(unsigned long long)st->small_mmaps);
+	put_human(o, st->small_mmap_bytes);
+	put_fmt(o, " now), %llu large %s", (unsigned long long)st->large_mmaps,
+		tlb ? "(on hugetlb units while the pool had pages)" : "aligned");
+	if (st->packed)
+		put_fmt(o, ", %llu packed (%llu units collapsed, %llu refused)",
+			(unsigned long long)st->packed, (unsigned long long)st->packed_collapsed,
+			(unsigned long long)st->packed_refused);
+	put_char(o, '\n');
+
+	line_start(o, a);
+	put_str(o, "in units: ");
+	put_human(o, st->unit_used_bytes);
+	put_str(o, " in use, ");
+	put_human(o, st->unit_free_bytes);
+	put_str(o, " free inside units in use (");
+	put_percent(o, st->unit_free_bytes, st->unit_used_bytes + st->unit_free_bytes);
+	put_str(o, " of their memory), ");
+	put_percent(o, st->full_unit_bytes, st->unit_used_bytes);
+	put_fmt(o, " of what is in use in full units; %llu empty units kept\n",
+		(unsigned long long)st->kept_units);
+}
+
+/* --shm: SysV segments and shared mappings on hugetlb, and the falls. */
+static void text_shm(struct out *o, const struct account *a)
+{
+	line_start(o, a);
+	put_fmt(o, "shm on 2 MiB hugetlb: %llu SysV segments (",
+		(unsigned long long)a->shm.segments);
+	put_human(o, a->shm.segment_bytes);
+	put_fmt(o, "), %llu shared mappings (", (unsigned long long)a->shm.maps);
+	put_human(o, a->shm.map_bytes);
+	put_str(o, "); segments left on base pages:");
+	if (!put_shm_falls(o, a->shm.segment_falls, false))
+		put_str(o, " none");
+	put_str(o, "; mappings:");
+	if (!put_shm_falls(o, a->shm.map_falls, false))
+		put_str(o, " none");
+	put_char(o, '\n');
+}
+
+/* --text: text and data moved to huge pages, and what was left as it was. */
+static void text_text(struct out *o, const struct account *a)
+{
+	line_start(o, a);
+	put_str(o, "text on huge pages: ");
+	put_human(o, a->text.text_moved + a->text.text_cached);
+	put_str(o, " of ");
+	put_human(o, a->text.text_bytes);
+	put_str(o, " (");
+	put_human(o, a->text.text_hugetlb);
+	put_str(o, " hugetlb, ");
+	put_human(o, a->text.text_cached);
+	put_fmt(o, " left in the page cache) in %llu objects, data ",
+		(unsigned long long)a->text.objects);
+	put_human(o, a->text.data_moved);
+	put_fmt(o, " on THP; %llu segments unaligned; left as they were:",
+		(unsigned long long)a->text.unaligned);
+	if (!put_rung_falls(o, a->text.falls, false))
+		put_str(o, " none");
+	put_char(o, '\n');
+}
+
+/* --stacks: threads on stacks of ours, and those left to glibc. */
+static void text_stacks(struct out *o, const struct account *a)
+{
+	line_start(o, a);
+	put_fmt(o, "thread stacks on THP: %llu threads (", (unsigned long long)a->stacks.threads);
+	put_human(o, a->stacks.bytes);
+	put_fmt(o, "), %llu mapped, %llu reused, %llu unmapped; left to glibc:",
+		(unsigned long long)a->stacks.maps, (unsigned long long)a->stacks.reused,
+		(unsigned long long)a->stacks.unmaps);
+	if (!put_shm_falls(o, a->stacks.falls, false))
+		put_str(o, " none");
+	put_char(o, '\n');
+}
+
+void report_text(struct out *o, const struct account *a)
+{
+	const struct sp_options *opt = rt_options();
+	/* 2m, 1g: the break and large mappings on hugetlb pages while the pool had them */
+	bool tlb = opt->backing == SP_BACKING_2M || opt->backing == SP_BACKING_1G;
+
+	text_coverage(o, a);
+	text_malloc(o, a, tlb);
+	text_units(o, a, tlb);
+	if (opt->shm)
+		text_shm(o, a);
+	if (opt->text != SP_TEXT_NO)
+		text_text(o, a);
+	if (opt->stacks)
+		text_stacks(o, a);
+	line_start(o, a);
+	put_str(o, "fallbacks:");
+	put_str(o, put_rung_falls(o, a->st.falls, false) ? "\n" : " none\n");
+}
