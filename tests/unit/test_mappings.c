@@ -529,6 +529,7 @@ static void test_grow(void)
 	ALL_OK("growing refused from the middle");
 	/* Pages that held the program's data: zero when grown into again. */
 	unmap_pages(e - 50, 50);
+	CHECK(pa(e - 50)[0] != 0 && pa(e - 1)[PAGE_SIZE - 1] != 0); /* (still there) */
 	CHECK(pages_grow_mapping((uintptr_t)pa(e - 50), 50 << PAGE_SHIFT));
 	CHECK(all_zero(pa(e - 50), 50 << PAGE_SHIFT));
 	m_map(e - 50, 50);
@@ -538,6 +539,7 @@ static void test_grow(void)
 	m_write(e - 50, 50);
 	/* Into a hole: as far as it goes, not past it. */
 	unmap_pages(p0 + 200, 10);
+	CHECK(pa(p0 + 200)[0] != 0);
 	CHECK(!pages_grow_mapping((uintptr_t)pa(p0 + 200), 20 << PAGE_SHIFT));
 	ALL_OK("growing refused over owned pages");
 	CHECK(pages_grow_mapping((uintptr_t)pa(p0 + 200), 10 << PAGE_SHIFT));
@@ -603,13 +605,15 @@ static void test_demote_and_fixed(void)
 	CHECK(pages_has_foreign((uintptr_t)pa(p0 + 500), PAGE_SIZE));
 	ALL_OK("changes noted");
 
-	/* A hole in unit 1: a window over it is refused, one beside it is not. */
+	/* A hole in unit 1: a window over it is refused (the unit left on its page); one
+	 * beside it gets as far as the copy. */
 	size_t u1 = p0 + PPU;
 	unmap_pages(u1 + 100, 10);
 	CHECK_EQ(pages_demote((uintptr_t)pa(u1 + 95), 10 << PAGE_SHIFT), -ENOMEM);
 	CHECK_EQ(kernel_hpage(pa(u1)), 2 * MB);
 	ALL_OK("a demote refused over a hole");
-	/* The copy cannot be made (its hold and its map refused): refused, unchanged. */
+	/* The copy cannot be made (its hold and its map refused): refused, unchanged, the
+	 * data intact. */
 	int calls = fk_mmap_calls();
 	fk_mmap_fail_next(2, ENOMEM);
 	CHECK_EQ(pages_demote((uintptr_t)pa(u1), 50 << PAGE_SHIFT), -ENOMEM);
