@@ -281,6 +281,33 @@ static bool mapping_hole(uintptr_t a, uintptr_t e)
 	return false;
 }
 
+/* A change the kernel makes to what is mapped of [a, e), in one unit of a program's
+ * mapping: each run of the program's pages there is demoted (its unit copied to THP
+ * first) and advised; the pages it unmapped are left alone, as the kernel leaves
+ * them (the caller says ENOMEM for them). A whole window refused for its hole left
+ * the program's pages unadvised: a forked child then saw what DONTFORK or
+ * WIPEONFORK should have hidden. 0 or the first error. */
+static int change_owned(uintptr_t a, uintptr_t e, int advice)
+{
+	int ret = 0, r;
+	for (uintptr_t x = a, y; x < e; x = y) {
+		pthread_mutex_lock(&pg.lock);
+		bool owned = mmap_span_at(page_of(x)) != NULL;
+		for (y = x + PAGE_SIZE; y < e && (mmap_span_at(page_of(y)) != NULL) == owned;)
+			y += PAGE_SIZE;
+		pthread_mutex_unlock(&pg.lock);
+		if (!owned)
+			continue;
+		/* (Unmapped meanwhile by another thread: refused, as the kernel would.) */
+		r = pages_demote(x, y - x);
+		if (r == 0)
+			r = sp_os->madvise((void *)x, y - x, advice);
+		if (r < 0 && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
 int pages_advise(uintptr_t addr, size_t len, int advice)
 {
 	enum advise_how how = pages_advise_how(advice);
@@ -319,11 +346,11 @@ int pages_advise(uintptr_t addr, size_t len, int advice)
 			pthread_mutex_unlock(&pg.lock);
 			if (!huge)
 				r = sp_os->madvise((void *)a, e - a, advice);
+		} else if (how == ADV_CHANGE && mapping) {
+			r = change_owned(a, e, advice);
 		} else if (how == ADV_CHANGE) {
-			r = mapping ? pages_demote(a, e - a) : 0;
-		}
-		if (r == 0 && how == ADV_CHANGE)
 			r = sp_os->madvise((void *)a, e - a, advice);
+		}
 		if (r < 0 && !ret)
 			ret = r;
 		a = run = e;

@@ -137,8 +137,10 @@ struct span *pages_lookup(const void *addr, bool *in_range);
 /* For SMALL spans: record the span on every page (objects are anywhere in it). */
 void pages_map_all(struct span *s);
 /* Unmaps what SPAN_MMAP spans have in [addr, addr+len): their pages go back to the
- * page heap, the spans are cut. Pages of other spans are left alone. */
-void pages_unmap(uintptr_t addr, size_t len);
+ * page heap, the spans are cut. Pages of other spans are left alone. 0, or -ENOMEM
+ * if a span could not be cut (no descriptor, or its changed pages could not be made
+ * plain memory again): it and those after it stay as they were. */
+int pages_unmap(uintptr_t addr, size_t len);
 /* Marks the SPAN_MMAP spans in [addr, addr+len) as changed by the program
  * (mprotect, MAP_FIXED over them): they are remapped as the heap's when unmapped. */
 void pages_note_foreign(uintptr_t addr, size_t len);

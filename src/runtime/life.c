@@ -74,7 +74,7 @@ bool rt_ready(void)
  *   3. the packed chunks (pack.c), whose parts are marked MADV_DONTFORK;
  *   4. the central lists (central.c): the slots' lock, each slot's, each class's;
  *   5. the fitted blocks (fit.c): its arenas, then its meta lock (fit_lock);
- *   6. the page heap (pages.c), which then stages its hugetlb units;
+ *   6. the page heap (units.c), which then stages its hugetlb units (staging.c);
  *   7. the break (brk.c), which stages its hugetlb steps: it calls the page heap
  *      under its own lock, but only calls of the page heap that take no lock;
  *   8. then, if hugetlb memory was staged, the guard stands (fork.c).

@@ -8,6 +8,7 @@
  * heap's: the kernel cannot re-protect or map over part of a hugetlb page, so a unit
  * the program changes is first copied to THP memory in place (demote_units), and no
  * malloc'd object may lie in memory being copied. */
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -36,15 +37,15 @@ bool page_window(uintptr_t addr, size_t len, size_t *first, size_t *last)
 	return true;
 }
 
-void pages_unmap(uintptr_t addr, size_t len)
+int pages_unmap(uintptr_t addr, size_t len)
 {
 	struct release rel[8];
-	int nrel = 0;
+	int nrel = 0, err = 0;
 	size_t p, last;
 	pthread_mutex_lock(&pg.lock);
 	if (!page_window(addr, len, &p, &last)) {
 		pthread_mutex_unlock(&pg.lock);
-		return;
+		return 0;
 	}
 	while (p < last) {
 		struct span *s = mmap_span_at(p);
@@ -55,15 +56,19 @@ void pages_unmap(uintptr_t addr, size_t len)
 		size_t s0 = page_of(s->start), s1 = s0 + s->npages;
 		size_t lo = p, hi = last < s1 ? last : s1;
 		struct span *r = NULL;
-		if (hi < s1 && lo > s0 && !(r = span_new())) {
-			/* No descriptor for the right part: leave the whole span mapped (the
-			 * program will not touch what it unmapped; the heap must not reuse it). */
-			p = s1;
-			continue;
+		/* No descriptor for the right part, or the program's changed pages cannot
+		 * be plain anonymous memory again (out of mappings): the span stays whole
+		 * and mapped, the heap never reuses its pages, and the program is told
+		 * ENOMEM, as the kernel's munmap says when a split would pass
+		 * vm.max_map_count. (Cut with its pages left in use, the span held less
+		 * than its unit used, and the unit was never given back.) */
+		if ((hi < s1 && lo > s0 && !(r = span_new())) ||
+		    (s->foreign && !restore_pages(lo, hi))) {
+			if (r)
+				span_delete(r);
+			err = -ENOMEM;
+			break;
 		}
-		/* Pages the program changed go back to plain anonymous memory first; if
-		 * that fails they are never reused. */
-		bool reusable = !s->foreign || restore_pages(lo, hi);
 		for (size_t i = lo; i < hi; i++)
 			map_set(i, NULL);
 		if (r) {
@@ -83,10 +88,6 @@ void pages_unmap(uintptr_t addr, size_t len)
 		}
 		if (!pg.units[lo / PAGES_PER_UNIT].mapping) /* (large mappings are not counted) */
 			pg.st.small_mmap_pages -= hi - lo;
-		if (!reusable) {
-			p = hi;
-			continue;
-		}
 		struct release one;
 		if (free_pages(lo, hi - lo, &one)) {
 			if (nrel < 8)
@@ -99,6 +100,7 @@ void pages_unmap(uintptr_t addr, size_t len)
 	pthread_mutex_unlock(&pg.lock);
 	for (int i = 0; i < nrel; i++)
 		release_units(&rel[i]);
+	return err;
 }
 
 void pages_note_foreign(uintptr_t addr, size_t len)

@@ -353,7 +353,9 @@ int unmap_range(uintptr_t a, size_t len)
 		uintptr_t lo, hi, end = a + len;
 		pages_range(&lo, &hi);
 		uintptr_t in0 = a > lo ? a : lo, in1 = end < hi ? end : hi;
-		pages_unmap(in0, in1 - in0);
+		int r = pages_unmap(in0, in1 - in0);
+		if (r < 0)
+			return r;
 		if (a < lo)
 			sp_os->munmap(addr, lo - a);
 		if (end > hi)

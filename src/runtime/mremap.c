@@ -94,7 +94,7 @@ static void *move_foreign(uintptr_t a, size_t o, size_t n, int flags, void *new_
 		/* What the pages left (empty, as they were protected): plain memory
 		 * goes back there before the pages are the heap's again. */
 		pages_note_foreign(a, o);
-		pages_unmap(a, o);
+		(void)pages_unmap(a, o); /* (refused, they stay a span: never reused) */
 	}
 	return to;
 }
@@ -115,9 +115,8 @@ static void *heap_mremap(void *old, size_t old_len, size_t new_len, int flags, v
 		return fail(EINVAL);
 	if (!fixed && !keep) {
 		if (n <= o) {
-			if (n < o)
-				pages_unmap(a + n, o - n);
-			return old;
+			int r = n < o ? pages_unmap(a + n, o - n) : 0;
+			return r < 0 ? fail(-r) : old;
 		}
 		if (pages_grow_mapping(a + o, n - o))
 			return old;
@@ -147,7 +146,7 @@ static void *heap_mremap(void *old, size_t old_len, size_t new_len, int flags, v
 	if (keep)
 		advise_pieces(a, a + o, MADV_DONTNEED); /* stays mapped, reads as zero */
 	else
-		pages_unmap(a, o);
+		(void)pages_unmap(a, o); /* (refused, they stay a span: never reused) */
 	return to;
 }
 
