@@ -30,7 +30,10 @@ CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
 # -MMD: each object's headers are listed beside it (X.d), read back below.
 DEPS := -MMD -MP
-ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SAN) $(DEPS) -fPIC -D_GNU_SOURCE -Iinclude -Isrc/core
+ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SAN) $(DEPS) -fPIC -D_GNU_SOURCE -Iinclude
+# The core's own header (internal.h, os.h): for the core, the runtime and the unit tests,
+# not for the command, which asks the core through superpage.h.
+CORE_INC := -Isrc/core
 ALL_LDFLAGS := $(LDFLAGS) $(SAN)
 LIBS := -lpthread
 
@@ -73,12 +76,20 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
+$(B)/obj/src/core/%.o: src/core/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) -c -o $@ $<
+
+$(B)/obj/tests/unit/%.o: tests/unit/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) -c -o $@ $<
+
 # The runtime lives inside other programs: its TLS is initial-exec (it is preloaded at
 # start), and it exports nothing but the calls it interposes (src/runtime/exports.map;
 # hidden by default, so that its own globals are reached without the GOT).
 $(B)/obj/src/runtime/%.o: src/runtime/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Isrc/runtime -ftls-model=initial-exec -fvisibility=hidden -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) -Isrc/runtime -ftls-model=initial-exec -fvisibility=hidden -c -o $@ $<
 
 $(RT_SO): $(RT_OBJ) $(CORE_OBJ) src/runtime/exports.map
 	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=src/runtime/exports.map -Wl,-z,nodelete -Wl,-z,defs \
@@ -106,7 +117,7 @@ $(CLI): $(CLI_OBJ) $(LIB_A)
 
 $(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) $(RT_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -Isrc/runtime -o $@ $< $(UNIT_HELP_OBJ) $(RT_A) $(LIB_A) $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) $(ALL_LDFLAGS) -Itests -Isrc/runtime -o $@ $< $(UNIT_HELP_OBJ) $(RT_A) $(LIB_A) $(LIBS)
 
 # The bench runner's readers and writers are tested apart from the command.
 BENCHOUT_OBJ := $(B)/obj/src/cli/benchout.o $(B)/obj/src/cli/benchsvg.o $(B)/obj/src/cli/json.o

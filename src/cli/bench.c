@@ -21,7 +21,6 @@
 #include "../../bench/cpu.h"
 #include "bench.h"
 #include "cli.h"
-#include "os.h"
 
 #define MIB (1ull << 20)
 #define GIB (1ull << 30)
@@ -485,9 +484,8 @@ static int find_dirs(struct bench *b)
 struct pool_change {
 	uint64_t page_size;
 	const char *name;
-	volatile sig_atomic_t touched;
 	long old_total;
-	char path[128];
+	struct sp_setting saved; /* armed while the pool is not as it was */
 };
 
 static struct pool_change pools[2] = {
@@ -497,8 +495,7 @@ static struct pool_change pools[2] = {
 static volatile pid_t running_child;
 /* THP "enabled" while a thp-always run holds it, and what to put back. */
 #define THP_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
-static char thp_old[16];
-static volatile sig_atomic_t thp_touched;
+static struct sp_setting thp_saved;
 static volatile sig_atomic_t pools_restored;
 static const int fatal_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 #define N_FATAL ((int)(sizeof fatal_signals / sizeof fatal_signals[0]))
@@ -523,37 +520,17 @@ static void on_fatal_signal(int sig)
 	if (!pools_restored) {
 		pools_restored = 1;
 		for (int i = 0; i < 2; i++) {
-			char num[24], rev[24];
-			int n = 0, fd;
-			long v = pools[i].old_total;
-
-			if (!pools[i].touched)
+			if (!pools[i].saved.held)
 				continue;
-			do
-				rev[n++] = (char)('0' + v % 10);
-			while ((v /= 10) > 0 && n < (int)sizeof rev - 1);
-			for (int k = 0; k < n; k++)
-				num[k] = rev[n - 1 - k];
-			num[n] = '\n';
-			fd = open(pools[i].path, O_WRONLY | O_CLOEXEC);
-			if (fd < 0 || write(fd, num, (size_t)n + 1) != n + 1) {
+			if (sp_setting_restore(&pools[i].saved) < 0) {
 				write_str(2, "\nsuperpage: bench: could not put back ");
-				write_str(2, pools[i].path);
+				write_str(2, pools[i].saved.path);
 			}
-			if (fd >= 0)
-				close(fd);
 		}
 		write_str(2, "\nsuperpage: bench: interrupted; pools put back\n");
 	}
-	if (thp_touched) {
-		int fd = open(THP_ENABLED, O_WRONLY | O_CLOEXEC);
-
-		if (fd < 0 || write(fd, thp_old, strlen(thp_old)) < 0)
-			write_str(2, "\nsuperpage: bench: could not put back " THP_ENABLED "\n");
-		if (fd >= 0)
-			close(fd);
-		thp_touched = 0;
-	}
+	if (thp_saved.held && sp_setting_restore(&thp_saved) < 0)
+		write_str(2, "\nsuperpage: bench: could not put back " THP_ENABLED "\n");
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -570,16 +547,16 @@ static void restore_pools(void)
 		pools_restored = 1;
 		for (int i = 0; i < 2; i++) {
 			struct sp_pool now;
-			long got = -1;
 			int r;
 
-			if (!pools[i].touched)
+			if (!pools[i].saved.held)
 				continue;
-			r = sp_pool_set(pools[i].page_size, -1, pools[i].old_total, &got);
-			if (r < 0 || sp_pool_get(pools[i].page_size, -1, &now) < 0 ||
-			    now.total != pools[i].old_total)
+			r = sp_setting_restore(&pools[i].saved);
+			if (sp_pool_get(pools[i].page_size, -1, &now) < 0)
+				now.total = -1;
+			if (r < 0 || now.total != pools[i].old_total)
 				cli_warn("bench: could not put the %s pool back to %ld (now %ld)",
-					 pools[i].name, pools[i].old_total, got);
+					 pools[i].name, pools[i].old_total, now.total);
 			else
 				fprintf(stderr, "bench: %s pool put back to %ld\n", pools[i].name,
 					pools[i].old_total);
@@ -625,9 +602,10 @@ static void raise_pool(int i, long pages)
 		return;
 	want = p.total + pages - (p.free - p.reserved);
 	c->old_total = p.total;
-	snprintf(c->path, sizeof c->path, "/sys/kernel/mm/hugepages/hugepages-%llukB/nr_hugepages",
-		 (unsigned long long)(c->page_size >> 10));
-	c->touched = 1;
+	if ((r = sp_pool_save(&c->saved, c->page_size, -1)) < 0) {
+		fprintf(stderr, "bench: cannot read the %s pool: %s\n", c->name, strerror(-r));
+		return;
+	}
 	r = sp_pool_set(c->page_size, -1, want, &got);
 	fprintf(stderr, "bench: %s pool %ld -> %ld%s\n", c->name, p.total, got,
 		r == -ENOMEM ? " (the kernel gave fewer than asked: runs that need more are marked)" : "");
@@ -655,22 +633,22 @@ static void setup_pools(struct bench *b)
 		raise_pool(0, (long)((need2m + 2 * MIB - 1) / (2 * MIB)) + 64);
 }
 
-static void read_thp_mode(const char *file, char *out, size_t len)
+/* THP's "enabled" and "defrag" modes, "?" where they cannot be read. */
+static void read_thp_modes(char *enabled, char *defrag, size_t len)
 {
-	char path[128];
+	struct sp_offer o;
 
-	snprintf(path, sizeof path, "/sys/kernel/mm/transparent_hugepage/%s", file);
-	cli_sysfs_mode(path, out, len);
-	if (!out[0])
-		snprintf(out, len, "?");
+	sp_offer_get(SP_OFFER_THP, &o);
+	snprintf(enabled, len, "%.*s", (int)len - 1, o.thp.enabled[0] ? o.thp.enabled : "?");
+	snprintf(defrag, len, "%.*s", (int)len - 1, o.thp.defrag[0] ? o.thp.defrag : "?");
 }
 
 /* Backings that cannot be had here are skipped, with the reason. */
 static void check_offer(struct bench *b)
 {
-	char thp[32];
+	char thp[16], defrag[16];
 
-	read_thp_mode("enabled", thp, sizeof thp);
+	read_thp_modes(thp, defrag, sizeof thp);
 	for (int i = 0; i < b->nvar; i++) {
 		struct variant *v = &b->var[i];
 		struct sp_pool p;
@@ -695,32 +673,24 @@ static void check_offer(struct bench *b)
 	}
 }
 
-/* Writes mode to THP's "enabled"; 0 or an errno value. */
-static int thp_write(const char *mode)
-{
-	return -sp_write_file(THP_ENABLED, mode);
-}
-
 /* THP "always" for a thp-always run; put back by thp_put_back (or the signal
- * handler). False, with the reason in v->why, if it cannot be set. */
+ * handler). False, with the reason in v->why, if it cannot be set. The mode is saved
+ * once, before the first such run: what a later run finds may be the first's. */
 static bool thp_always(struct variant *v)
 {
+	static bool saved;
 	int e;
 
-	if (!thp_old[0]) {
-		read_thp_mode("enabled", thp_old, sizeof thp_old);
-		if (!strcmp(thp_old, "?"))
-			thp_old[0] = 0;
-	}
-	if (!thp_old[0]) {
+	if (!saved && sp_thp_save(&thp_saved) < 0) {
 		snprintf(v->why, sizeof v->why, "cannot read " THP_ENABLED);
 		return false;
 	}
+	saved = true;
 	install_signals();
-	thp_touched = 1;
-	if ((e = thp_write("always"))) {
-		thp_touched = 0;
-		snprintf(v->why, sizeof v->why, "cannot set THP 'always': %s", strerror(e));
+	thp_saved.held = 1;
+	if ((e = sp_thp_set("always")) < 0) {
+		thp_saved.held = 0;
+		snprintf(v->why, sizeof v->why, "cannot set THP 'always': %s", strerror(-e));
 		return false;
 	}
 	return true;
@@ -735,11 +705,9 @@ static void thp_put_back(void)
 	for (int i = 0; i < N_FATAL; i++)
 		sigaddset(&set, fatal_signals[i]);
 	sigprocmask(SIG_BLOCK, &set, &old);
-	if (thp_touched) {
-		if ((e = thp_write(thp_old)))
-			cli_warn("bench: could not put THP 'enabled' back to %s: %s", thp_old, strerror(e));
-		thp_touched = 0;
-	}
+	if ((e = sp_setting_restore(&thp_saved)) < 0)
+		cli_warn("bench: could not put THP 'enabled' back to %s: %s", thp_saved.old,
+			 strerror(-e));
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
@@ -1138,8 +1106,7 @@ static void read_machine(const struct bench *b, struct bench_machine *m)
 	m->stlb_1g = c.stlb_1g;
 	if (uname(&u) == 0)
 		snprintf(m->kernel, sizeof m->kernel, "%.16s %.80s %.16s", u.sysname, u.release, u.machine);
-	read_thp_mode("enabled", m->thp_enabled, sizeof m->thp_enabled);
-	read_thp_mode("defrag", m->thp_defrag, sizeof m->thp_defrag);
+	read_thp_modes(m->thp_enabled, m->thp_defrag, sizeof m->thp_enabled);
 	m->pool_2m_total = m->pool_2m_free = m->pool_1g_total = m->pool_1g_free = -1;
 	if (sp_pool_get(2 * MIB, -1, &p) == 0) {
 		m->pool_2m_total = p.total;

@@ -43,9 +43,6 @@ bool cli_wants_help(int argc, char **argv);
  * (after printing the error) when the value is missing. */
 int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **val);
 
-/* The selected mode of a sysfs mode file ("always [madvise] never"), "" if none. */
-void cli_sysfs_mode(const char *path, char *out, size_t len);
-
 /* "64.0 MiB", "512 B", "1.0 GiB": for amounts of memory. */
 const char *cli_human(uint64_t bytes, char *buf, size_t len);
 /* "2 MiB", "1 GiB": a whole number of units when exact, else as cli_human. */

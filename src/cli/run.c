@@ -330,53 +330,26 @@ struct offer {
 	bool free_2m, free_1g;   /* its pool has free pages, or room to overcommit */
 };
 
-static bool pool_free(uint64_t size, bool *exists)
-{
-	struct sp_pool p;
-
-	*exists = sp_pool_get(size, -1, &p) == 0;
-	return *exists && (p.free > 0 || (p.overcommit > 0 && p.surplus < p.overcommit));
-}
-
 static void read_offer(struct offer *f, enum sp_backing b)
 {
-	char path[128];
-	uint64_t pmd = 2ull << 20;
-	int fd;
+	struct sp_offer o;
+	unsigned parts = 0;
 
-	memset(f, 0, sizeof *f);
 	/* Only what the backing needs: this runs before every program. */
 	if (b == SP_BACKING_2M)
-		f->free_2m = pool_free(2ull << 20, &f->has_2m);
-	if (b == SP_BACKING_1G)
-		f->free_1g = pool_free(1ull << 30, &f->has_1g);
-	if (b != SP_BACKING_AUTO && b != SP_BACKING_THP)
-		return;
-	cli_sysfs_mode(THP_DIR "/enabled", f->thp.enabled, sizeof f->thp.enabled);
-	f->thp.present = f->thp.enabled[0] != 0;
-	fd = open(THP_DIR "/hpage_pmd_size", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		char buf[32];
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-
-		if (n > 0) {
-			unsigned long long v;
-
-			buf[n] = 0;
-			v = strtoull(buf, NULL, 10);
-			if (v)
-				pmd = v;
-		}
-		close(fd);
-	}
-	f->thp.pmd_size = pmd;
-	snprintf(path, sizeof path, THP_DIR "/hugepages-%llukB/enabled", (unsigned long long)(pmd >> 10));
-	cli_sysfs_mode(path, f->thp.mthp[0].enabled, sizeof f->thp.mthp[0].enabled);
-	if (f->thp.mthp[0].enabled[0]) {
-		f->thp.mthp[0].size = pmd;
-		f->thp.n_mthp = 1;
-	}
-	f->thp_off_here = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) > 0;
+		parts = SP_OFFER_2M;
+	else if (b == SP_BACKING_1G)
+		parts = SP_OFFER_1G;
+	else if (b == SP_BACKING_AUTO || b == SP_BACKING_THP)
+		parts = SP_OFFER_THP;
+	sp_offer_get(parts, &o);
+	memset(f, 0, sizeof *f);
+	f->thp = o.thp;
+	f->thp_off_here = o.thp_disable > 0;
+	f->has_2m = o.pool_2m.present;
+	f->free_2m = o.pool_2m.free > 0 || o.pool_2m.room > 0;
+	f->has_1g = o.pool_1g.present;
+	f->free_1g = o.pool_1g.free > 0 || o.pool_1g.room > 0;
 }
 
 /* Why THP cannot be had, or NULL if it can. */
