@@ -1,6 +1,5 @@
 /* run.c - superpage run: starts a program with the superpage runtime preloaded and the
  * SUPERPAGE_* environment set from the options, waits for it and exits with its status. */
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,7 +10,6 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -77,6 +75,50 @@ static int bad_option(const char *a)
 	return cli_error(EXIT_USAGE, "run: unknown option '%s' (see superpage run --help)", a);
 }
 
+/* The options that stand alone (no value in the next argument): 0 when a is one, -1
+ * when it is not, or an exit status. */
+static int flag_option(const char *a, struct run_options *o)
+{
+	if (!strcmp(a, "--no-heap")) {
+		o->no_heap = true;
+	} else if (!strcmp(a, "--text")) {
+		o->text = "main";
+	} else if (!strncmp(a, "--text=", 7)) {
+		if (strcmp(a + 7, "main") && strcmp(a + 7, "all"))
+			return cli_error(EXIT_USAGE, "run: bad --text '%s' (main or all)", a + 7);
+		o->text = a + 7;
+	} else if (!strcmp(a, "--perf-map")) {
+		o->perf_map = true;
+	} else if (!strcmp(a, "--stacks")) {
+		o->stacks = true;
+	} else if (!strcmp(a, "--shm")) {
+		o->shm = true;
+	} else if (!strcmp(a, "--honour-thp-disable")) {
+		o->honour_thp_disable = true;
+	} else if (!strcmp(a, "--stats")) {
+		o->stats = true;
+		o->stats_file = NULL;
+	} else if (!strncmp(a, "--stats=", 8)) {
+		if (!a[8])
+			return cli_error(EXIT_USAGE, "run: --stats= needs a file name");
+		o->stats = true;
+		o->stats_file = a + 8;
+	} else if (!strcmp(a, "--verbose")) {
+		o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
+	} else if (!strncmp(a, "--verbose=", 10)) {
+		const char *v = a + 10;
+
+		if (v[0] < '0' || v[0] > '3' || v[1])
+			return cli_error(EXIT_USAGE, "run: bad verbosity '%s' (0, 1, 2 or 3)", v);
+		o->verbose = v[0] - '0';
+	} else if (a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1)) {
+		o->verbose = (o->verbose < 0 ? 0 : o->verbose) + (int)strlen(a + 1);
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
 /* Parses the options; *cmd is the index of CMD. Returns 0, -1 after printing the
  * help, or an exit status. */
 static int parse_options(int argc, char **argv, struct run_options *o, int *cmd)
@@ -116,40 +158,9 @@ static int parse_options(int argc, char **argv, struct run_options *o, int *cmd)
 			if (rc < 0)
 				return cli_error(EXIT_USAGE, "run: bad size '%s' for --min (a size such as 2M)", v);
 			o->min = v;
-		} else if (!strcmp(a, "--no-heap")) {
-			o->no_heap = true;
-		} else if (!strcmp(a, "--text")) {
-			o->text = "main";
-		} else if (!strncmp(a, "--text=", 7)) {
-			if (strcmp(a + 7, "main") && strcmp(a + 7, "all"))
-				return cli_error(EXIT_USAGE, "run: bad --text '%s' (main or all)", a + 7);
-			o->text = a + 7;
-		} else if (!strcmp(a, "--perf-map")) {
-			o->perf_map = true;
-		} else if (!strcmp(a, "--stacks")) {
-			o->stacks = true;
-		} else if (!strcmp(a, "--shm")) {
-			o->shm = true;
-		} else if (!strcmp(a, "--honour-thp-disable")) {
-			o->honour_thp_disable = true;
-		} else if (!strcmp(a, "--stats")) {
-			o->stats = true;
-			o->stats_file = NULL;
-		} else if (!strncmp(a, "--stats=", 8)) {
-			if (!a[8])
-				return cli_error(EXIT_USAGE, "run: --stats= needs a file name");
-			o->stats = true;
-			o->stats_file = a + 8;
-		} else if (!strcmp(a, "--verbose")) {
-			o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
-		} else if (!strncmp(a, "--verbose=", 10)) {
-			v = a + 10;
-			if (v[0] < '0' || v[0] > '3' || v[1])
-				return cli_error(EXIT_USAGE, "run: bad verbosity '%s' (0, 1, 2 or 3)", v);
-			o->verbose = v[0] - '0';
-		} else if (a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1)) {
-			o->verbose = (o->verbose < 0 ? 0 : o->verbose) + (int)strlen(a + 1);
-		} else {
+		} else if ((rc = flag_option(a, o)) != 0) {
+			if (rc > 0)
+				return rc;
 			return bad_option(a);
 		}
 	}
@@ -429,154 +440,6 @@ static void say_offer(enum sp_backing b)
 	}
 }
 
-/* ---------- what CMD is ---------- */
-
-/* CMD as execvp finds it, or false if it finds none. */
-static bool resolve(const char *cmd, char *out, size_t len)
-{
-	const char *path = getenv("PATH"), *p;
-	struct stat st;
-
-	if (strchr(cmd, '/')) {
-		snprintf(out, len, "%s", cmd);
-		return true;
-	}
-	if (!path)
-		path = "/bin:/usr/bin";
-	for (p = path;; p++) {
-		size_t n = strcspn(p, ":");
-		int w = n ? snprintf(out, len, "%.*s/%s", (int)n, p, cmd) : snprintf(out, len, "%s", cmd);
-
-		if (w > 0 && (size_t)w < len && access(out, X_OK) == 0 && stat(out, &st) == 0 &&
-		    S_ISREG(st.st_mode))
-			return true;
-		p += n;
-		if (!*p)
-			return false;
-	}
-}
-
-enum image { IMAGE_UNKNOWN, IMAGE_DYNAMIC, IMAGE_STATIC, IMAGE_OTHER_CLASS, IMAGE_SCRIPT };
-
-#if __SIZEOF_POINTER__ == 8
-#define NATIVE_CLASS ELFCLASS64
-#else
-#define NATIVE_CLASS ELFCLASS32
-#endif
-
-/* Does the ELF file have a PT_INTERP (a dynamic loader that will read LD_PRELOAD)? */
-static enum image elf_kind(int fd, const unsigned char *id)
-{
-	uint64_t phoff;
-	unsigned phnum, phentsize, type;
-	bool wide = id[EI_CLASS] == ELFCLASS64;
-	union {
-		Elf64_Ehdr e64;
-		Elf32_Ehdr e32;
-		Elf64_Phdr p64;
-		Elf32_Phdr p32;
-	} u;
-
-	if ((id[EI_CLASS] != ELFCLASS64 && id[EI_CLASS] != ELFCLASS32) || id[EI_DATA] != ELFDATA2LSB)
-		return IMAGE_UNKNOWN;
-	if (pread(fd, &u, wide ? sizeof u.e64 : sizeof u.e32, 0) != (ssize_t)(wide ? sizeof u.e64 : sizeof u.e32))
-		return IMAGE_UNKNOWN;
-	phoff = wide ? u.e64.e_phoff : u.e32.e_phoff;
-	phnum = wide ? u.e64.e_phnum : u.e32.e_phnum;
-	phentsize = wide ? u.e64.e_phentsize : u.e32.e_phentsize;
-	type = wide ? u.e64.e_type : u.e32.e_type;
-	if ((type != ET_EXEC && type != ET_DYN) || phnum == 0 || phnum == PN_XNUM ||
-	    phentsize < (wide ? sizeof u.p64 : sizeof u.p32))
-		return IMAGE_UNKNOWN;
-	for (unsigned k = 0; k < phnum; k++) {
-		size_t want = wide ? sizeof u.p64 : sizeof u.p32;
-
-		if (pread(fd, &u, want, (off_t)(phoff + (uint64_t)k * phentsize)) != (ssize_t)want)
-			return IMAGE_UNKNOWN;
-		if ((wide ? u.p64.p_type : u.p32.p_type) == PT_INTERP)
-			return id[EI_CLASS] == NATIVE_CLASS ? IMAGE_DYNAMIC : IMAGE_OTHER_CLASS;
-	}
-	return IMAGE_STATIC;
-}
-
-/* What the file is; for a script, *interp is its interpreter. */
-static enum image image_kind(const char *path, char *interp, size_t len)
-{
-	unsigned char head[256];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	enum image kind = IMAGE_UNKNOWN;
-	ssize_t n;
-
-	if (fd < 0)
-		return IMAGE_UNKNOWN;
-	n = read(fd, head, sizeof head - 1);
-	if (n >= EI_NIDENT && !memcmp(head, ELFMAG, SELFMAG)) {
-		kind = elf_kind(fd, head);
-	} else if (n > 2 && head[0] == '#' && head[1] == '!') {
-		char *s = (char *)head + 2;
-
-		head[n] = 0;
-		s += strspn(s, " \t");
-		s[strcspn(s, " \t\n")] = 0;
-		snprintf(interp, len, "%s", s);
-		kind = IMAGE_SCRIPT;
-	}
-	close(fd);
-	return kind;
-}
-
-/* Would the kernel start it in secure mode, where ld.so ignores LD_PRELOAD paths? */
-static const char *secure_exec(const char *path)
-{
-	struct stat st;
-
-	if (stat(path, &st) < 0)
-		return NULL;
-	if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
-		return "setuid";
-	if ((st.st_mode & S_ISGID) && st.st_gid != getgid())
-		return "setgid";
-	if (getuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0)
-		return "given file capabilities";
-	return NULL;
-}
-
-/* One line when CMD will not get the runtime: a static, setuid or foreign program
- * (or a script run by one: the kernel ignores setuid on scripts). It runs all the same. */
-static void say_image(const char *cmd)
-{
-	char path[PATH_MAX], interp[PATH_MAX] = "", unused[8];
-	const char *why, *by = NULL, *exe;
-	enum image kind;
-
-	if (!resolve(cmd, path, sizeof path))
-		return;
-	kind = image_kind(path, interp, sizeof interp);
-	if (kind == IMAGE_SCRIPT) {
-		if (interp[0] != '/')
-			return;
-		by = interp;
-		kind = image_kind(interp, unused, sizeof unused);
-	}
-	exe = by ? by : path;
-	if ((why = secure_exec(exe))) {
-		if (by)
-			cli_warn("%s is run by %s, which is %s: it runs without superpage", path, by, why);
-		else
-			cli_warn("%s is %s: it runs without superpage (the loader ignores LD_PRELOAD "
-				 "for it)", path, why);
-	} else if (kind == IMAGE_STATIC) {
-		if (by)
-			cli_warn("%s is run by %s, which is statically linked: it runs without superpage",
-				 path, by);
-		else
-			cli_warn("%s is statically linked: it runs without superpage", path);
-	} else if (kind == IMAGE_OTHER_CLASS) {
-		cli_warn("%s is a %d-bit program and the runtime is not: it runs without superpage",
-			 exe, NATIVE_CLASS == ELFCLASS64 ? 32 : 64);
-	}
-}
-
 /* ---------- running it ---------- */
 
 /* Becomes CMD (no fork: one process less to start, and CMD's exit status or the
@@ -620,7 +483,7 @@ int cmd_run(int argc, char **argv)
 		cli_warn("cannot disable THP for %s (PR_SET_THP_DISABLE: %s): the 4k baseline may "
 			 "get huge pages where THP is always", argv[cmd], strerror(errno));
 	say_offer(b);
-	say_image(argv[cmd]);
+	cli_say_image(argv[cmd]);
 	if (!strcmp(argv[cmd - 1], "--stats") || !strcmp(argv[cmd - 1], "--text"))
 		snprintf(hint, sizeof hint, " (to give %s a value, write %s=%s)", argv[cmd - 1],
 			 argv[cmd - 1], argv[cmd]);
