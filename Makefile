@@ -1,4 +1,4 @@
-# Makefile - builds libsuperpage, the superpage CLI, the tests and the first benchmark.
+# Makefile - builds libsuperpage, the superpage CLI and its bench, the tests and the first benchmark.
 # make | make check [SANITIZE=1] | make bench | make install PREFIX=... DESTDIR=...
 
 SHELL := /bin/bash
@@ -30,12 +30,16 @@ CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
 # -MMD: each object's headers are listed beside it (X.d), read back below.
 DEPS := -MMD -MP
-ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SAN) $(DEPS) -fPIC -D_GNU_SOURCE -Iinclude -Isrc/core
+ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SAN) $(DEPS) -fPIC -D_GNU_SOURCE -Iinclude
+# The core's own header (internal.h, os.h): for the core, the runtime and the unit tests,
+# not for the command, which asks the core through superpage.h.
+CORE_INC := -Isrc/core
 ALL_LDFLAGS := $(LDFLAGS) $(SAN)
 LIBS := -lpthread
 
 CORE_SRC := $(wildcard src/core/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
+BENCH_SRC := $(wildcard src/bench/*.c)
 RT_SRC := $(wildcard src/runtime/*.c)
 RT_CORE_SRC := $(filter-out src/runtime/interpose.c src/runtime/mmap.c src/runtime/mremap.c,$(RT_SRC))
 PRELOAD_SRC := $(wildcard tests/preload/*.c)
@@ -46,6 +50,7 @@ HELPER_SRC := $(wildcard tests/cli/*.c)
 
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
+BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 RT_OBJ := $(RT_SRC:%.c=$(B)/obj/%.o)
 RT_CORE_OBJ := $(RT_CORE_SRC:%.c=$(B)/obj/%.o)
 PRELOAD_LIB_SRC := $(wildcard tests/preload/lib/*.c)
@@ -57,6 +62,7 @@ SYS_BIN := $(SYS_SRC:%.c=$(B)/%)
 HELPER_BIN := $(HELPER_SRC:%.c=$(B)/%)
 
 LIB_A := $(B)/libsuperpage.a
+BENCH_A := $(B)/libsuperpage-bench.a
 RT_SO := $(B)/libsuperpage-run.so
 RT_A := $(B)/libsuperpage-rt-test.a
 LIB_SO := $(B)/$(SONAME)
@@ -73,12 +79,20 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
+$(B)/obj/src/core/%.o: src/core/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) -c -o $@ $<
+
+$(B)/obj/tests/unit/%.o: tests/unit/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) -c -o $@ $<
+
 # The runtime lives inside other programs: its TLS is initial-exec (it is preloaded at
 # start), and it exports nothing but the calls it interposes (src/runtime/exports.map;
 # hidden by default, so that its own globals are reached without the GOT).
 $(B)/obj/src/runtime/%.o: src/runtime/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Isrc/runtime -ftls-model=initial-exec -fvisibility=hidden -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) -Isrc/runtime -ftls-model=initial-exec -fvisibility=hidden -c -o $@ $<
 
 $(RT_SO): $(RT_OBJ) $(CORE_OBJ) src/runtime/exports.map
 	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=src/runtime/exports.map -Wl,-z,nodelete -Wl,-z,defs \
@@ -101,18 +115,29 @@ $(B)/libsuperpage.so: $(LIB_SO)
 # The command is linked statically (not under the sanitizers, which cannot be):
 # superpage run starts before every program it runs, and a static start is faster.
 CLI_STATIC := $(if $(SAN),,-static)
-$(CLI): $(CLI_OBJ) $(LIB_A)
-	$(CC) $(ALL_LDFLAGS) $(CLI_STATIC) -o $@ $(CLI_OBJ) $(LIB_A) $(LIBS) -lm
+$(CLI): $(CLI_OBJ) $(BENCH_A) $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) $(CLI_STATIC) -o $@ $(CLI_OBJ) $(BENCH_A) $(LIB_A) $(LIBS) -lm
+
+# The command's objects find the bench's header (src/bench/bench.h) as "bench.h".
+$(B)/obj/src/cli/%.o: src/cli/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Isrc/bench -c -o $@ $<
+
+# superpage bench as a part of its own: the kernel table, plan, runner, judge, stats and
+# one writer per format, linked by the command and the unit tests. Its JSON writer
+# uses the command's (src/cli/json.c), held in the archive too.
+$(BENCH_A): $(BENCH_OBJ) $(B)/obj/src/cli/json.o
+	@rm -f $@
+	ar rcs $@ $^
 
 $(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) $(RT_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -Isrc/runtime -o $@ $< $(UNIT_HELP_OBJ) $(RT_A) $(LIB_A) $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) $(ALL_LDFLAGS) -Itests -Isrc/runtime -o $@ $< $(UNIT_HELP_OBJ) $(RT_A) $(LIB_A) $(LIBS)
 
-# The bench runner's readers and writers are tested apart from the command.
-BENCHOUT_OBJ := $(B)/obj/src/cli/benchout.o $(B)/obj/src/cli/benchsvg.o $(B)/obj/src/cli/json.o
-$(B)/tests/unit/test_benchout: tests/unit/test_benchout.c $(BENCHOUT_OBJ) $(LIB_A)
+# The bench's readers and writers are tested apart from the command.
+$(B)/tests/unit/test_benchout: tests/unit/test_benchout.c $(BENCH_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -Isrc/cli -o $@ $< $(BENCHOUT_OBJ) $(LIB_A) $(LIBS) -lm
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -Isrc/bench -o $@ $< $(BENCH_A) $(LIB_A) $(LIBS) -lm
 
 $(B)/tests/system/%: tests/system/%.c $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -140,6 +140,52 @@ int sp_pool_get(uint64_t page_size, int node, struct sp_pool *out);
  * -EACCES/-EPERM without privilege, -ENOENT for a size or node that does not exist. */
 int sp_pool_set(uint64_t page_size, int node, long count, long *got);
 
+/* What the machine offers now, read cheaply (a few sysfs files and one prctl, no
+ * probing mmap): what a command asks before it starts a program. parts says what to
+ * read (SP_OFFER_*); the rest of *out is zero. 0, or -EINVAL for unknown parts. */
+#define SP_OFFER_THP 0x1u   /* thp and thp_disable */
+#define SP_OFFER_2M  0x2u   /* pool_2m */
+#define SP_OFFER_1G  0x4u   /* pool_1g */
+#define SP_OFFER_ALL 0x7u
+
+struct sp_offer_pool {
+	bool present;        /* the page size exists here */
+	long total;          /* nr_hugepages */
+	long free;           /* free_hugepages (reserved pages included) */
+	long avail;          /* free - reserved: what a new mapping can get now */
+	long room;           /* overcommit - surplus, 0 if none: what the kernel may add */
+};
+
+struct sp_offer {
+	struct sp_thp thp;   /* present, enabled, defrag, pmd_size, and the PMD size's own
+	                        mTHP mode in mthp[0] (n_mthp 0 or 1): enough for
+	                        sp_thp_pmd_mode(); not the other mTHP sizes, not khugepaged */
+	int thp_disable;     /* PR_GET_THP_DISABLE for this process: 0 (THP on), 1 (off),
+	                        3 (off but for MADV_HUGEPAGE memory, Linux 6.18); -errno */
+	struct sp_offer_pool pool_2m, pool_1g;   /* system-wide */
+};
+int sp_offer_get(unsigned parts, struct sp_offer *out);
+
+/* A system setting (a sysfs file) saved, changed by the caller and put back: THP's
+ * "enabled" mode, a pool's nr_hugepages. The save arms it (held 1); putting it back
+ * disarms it. A caller that puts it back another way may clear held itself. */
+struct sp_setting {
+	char path[SP_PATH_LEN];  /* the sysfs file */
+	char old[SP_MODE_LEN];   /* what it held when saved, written back as it is */
+	volatile int held;       /* 1 from the save until it is put back */
+};
+/* Saves THP's "enabled" mode ("madvise"). -errno if it cannot be read (-ENOENT: no THP). */
+int sp_thp_save(struct sp_setting *s);
+/* Saves a pool's nr_hugepages (node -1: system-wide). -ENOENT if there is no such pool. */
+int sp_pool_save(struct sp_setting *s, uint64_t page_size, int node);
+/* Sets THP's "enabled" mode: "always", "madvise" or "never" (-EINVAL for another
+ * word); -EACCES/-EPERM without privilege. */
+int sp_thp_set(const char *mode);
+/* Writes back what *s saved if it is held, and disarms it. Async-signal-safe (open,
+ * write, close; no malloc, no lock, no stdio, errno left alone): a signal handler may
+ * call it, also while the program was about to. 0 (also when not held), or -errno. */
+int sp_setting_restore(struct sp_setting *s);
+
 /* ---------- allocation ---------- */
 
 /* Flags for sp_alloc. At most one backing flag; none means auto. */
@@ -263,6 +309,27 @@ struct sp_coverage {
 int sp_coverage(pid_t pid, struct sp_coverage *out);
 /* coverage.huge_bytes / rss_bytes, 0 when nothing is resident. */
 double sp_coverage_ratio(const struct sp_coverage *c);
+
+/* The account of its heap that a process under superpage run publishes while it runs
+ * (when its 2 MiB units change, and every 0.1 s that it allocates), read through
+ * /proc/PID/mem. */
+struct sp_account {
+	pid_t pid;
+	uint64_t age_ns;           /* how long ago it was published */
+	uint64_t in_use, peak_in_use, mallocs, frees;     /* malloc'd bytes and calls */
+	uint64_t units[SP_BACKING_COUNT], units_peak;     /* 2 MiB units, by backing */
+	uint64_t large_blocks, large_bytes;               /* blocks mapped whole */
+	uint64_t released_units, reused_units;            /* units given back, kept and reused */
+	uint64_t unit_used_bytes, unit_free_bytes, full_unit_bytes, kept_units;
+	uint64_t falls;            /* rungs asked for and not had, all reasons */
+};
+/* 0; -ENOENT if pid publishes none (not under superpage run, or not yet); -EACCES or
+ * -EPERM if its memory cannot be read; -ESRCH if it is gone; -EAGAIN if it kept
+ * changing while read. */
+int sp_account_read(pid_t pid, struct sp_account *out);
+/* A process's command name (/proc/PID/comm, no newline) into buf; its length, or
+ * -errno (buf then ""). */
+int sp_comm_read(pid_t pid, char *buf, size_t len);
 
 /* ---------- options from the environment (SUPERPAGE_*) ---------- */
 

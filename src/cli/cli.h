@@ -43,8 +43,9 @@ bool cli_wants_help(int argc, char **argv);
  * (after printing the error) when the value is missing. */
 int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **val);
 
-/* The selected mode of a sysfs mode file ("always [madvise] never"), "" if none. */
-void cli_sysfs_mode(const char *path, char *out, size_t len);
+/* superpage run: one line when CMD will not get the runtime (a static, setuid or
+ * foreign program); it runs all the same (image.c). */
+void cli_say_image(const char *cmd);
 
 /* "64.0 MiB", "512 B", "1.0 GiB": for amounts of memory. */
 const char *cli_human(uint64_t bytes, char *buf, size_t len);

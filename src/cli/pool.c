@@ -100,85 +100,112 @@ static void print_pool(uint64_t size, int node, long count, long got)
 	       now.free);
 }
 
-int cmd_pool(int argc, char **argv)
+/* What pool was asked: the arguments as given, and read. */
+struct pool_args {
+	const char *size_arg, *node_arg, *count_arg;
+	uint64_t size, count;
+	int node;            /* -1: system-wide */
+	char page[32], where[32];
+};
+
+/* Sorts argv into a, unread. */
+static int collect_args(int argc, char **argv, struct pool_args *a)
 {
-	static struct sp_system sys;
-	const char *size_arg = NULL, *node_arg = NULL, *count_arg = NULL, *v;
-	uint64_t size = 2ull << 20, count, node_u;
-	int node = -1, rc, m;
 	bool options = true;
-	long got = -1;
-	char page[32], where[32] = "";
+	const char *v;
+	int m;
 
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		const char *arg = argv[i];
 
-		if (options && !strcmp(a, "--")) {
+		if (options && !strcmp(arg, "--")) {
 			options = false;
 			continue;
 		}
 		/* "-5" is a bad count, not an unknown option. */
-		if (options && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9')) {
+		if (options && arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9')) {
 			if ((m = cli_opt_value(argc, argv, &i, "--size", &v)) != 0) {
 				if (m < 0)
 					return EXIT_USAGE;
-				size_arg = v;
+				a->size_arg = v;
 			} else if ((m = cli_opt_value(argc, argv, &i, "--node", &v)) != 0) {
 				if (m < 0)
 					return EXIT_USAGE;
-				node_arg = v;
+				a->node_arg = v;
 			} else {
 				return cli_error(EXIT_USAGE, "pool: unknown option '%s' (see superpage pool --help)",
-						 a);
+						 arg);
 			}
 			continue;
 		}
-		if (count_arg)
+		if (a->count_arg)
 			return cli_error(EXIT_USAGE, "pool: unexpected argument '%s' (see superpage pool --help)",
-					 a);
-		count_arg = a;
+					 arg);
+		a->count_arg = arg;
 	}
-	if (!count_arg)
+	return 0;
+}
+
+/* Reads the count, the node and the size. */
+static int read_args(struct pool_args *a)
+{
+	uint64_t node_u;
+	int rc;
+
+	if (!a->count_arg)
 		return cli_error(EXIT_USAGE, "pool: missing COUNT, the number of pages (see superpage pool --help)");
-	rc = sp_parse_count(count_arg, &count);
-	if (rc == -ERANGE || (rc == 0 && count > LONG_MAX))
-		return cli_error(EXIT_USAGE, "pool: count '%s' is too large", count_arg);
+	rc = sp_parse_count(a->count_arg, &a->count);
+	if (rc == -ERANGE || (rc == 0 && a->count > LONG_MAX))
+		return cli_error(EXIT_USAGE, "pool: count '%s' is too large", a->count_arg);
 	if (rc < 0)
 		return cli_error(EXIT_USAGE, "pool: bad count '%s' (a number of pages: 0, 1, 2, ...)",
-				 count_arg);
-	if (node_arg) {
-		rc = sp_parse_count(node_arg, &node_u);
+				 a->count_arg);
+	if (a->node_arg) {
+		rc = sp_parse_count(a->node_arg, &node_u);
 		if (rc < 0 || node_u > INT_MAX)
 			return cli_error(EXIT_USAGE, "pool: bad node '%s' (a NUMA node number: 0, 1, ...)",
-					 node_arg);
-		node = (int)node_u;
+					 a->node_arg);
+		a->node = (int)node_u;
 	}
-
-	if (size_arg && (rc = parse_size(size_arg, &size)) != 0)
+	if (a->size_arg && (rc = parse_size(a->size_arg, &a->size)) != 0)
 		return rc;
+	return 0;
+}
 
-	rc = sp_probe(&sys);
+/* Whether this machine has that pool, and we may set it. */
+static int check_pool(struct pool_args *a)
+{
+	static struct sp_system sys;
+	int rc = sp_probe(&sys);
+
 	if (rc < 0)
 		return cli_error(EXIT_FAIL, "cannot read the huge page setup of this machine: %s",
 				 strerror(-rc));
-	if ((rc = check_size(size, &sys)) != 0)
+	if ((rc = check_size(a->size, &sys)) != 0)
 		return rc;
-	cli_page(size, page, sizeof page);
-	if (node >= 0) {
-		const struct sp_node_pools *np = node_of(&sys, node);
+	cli_page(a->size, a->page, sizeof a->page);
+	if (a->node >= 0) {
+		const struct sp_node_pools *np = node_of(&sys, a->node);
 
 		if (!np)
-			return cli_error(EXIT_USAGE, "pool: no NUMA node %d on this machine", node);
-		if (!node_has_size(np, size))
-			return cli_error(EXIT_USAGE, "pool: node %d has no %s pool", node, page);
-		snprintf(where, sizeof where, " on node %d", node);
+			return cli_error(EXIT_USAGE, "pool: no NUMA node %d on this machine", a->node);
+		if (!node_has_size(np, a->size))
+			return cli_error(EXIT_USAGE, "pool: node %d has no %s pool", a->node, a->page);
+		snprintf(a->where, sizeof a->where, " on node %d", a->node);
 	}
 	if (geteuid() != 0)
 		return cli_error(EXIT_USAGE, "setting a pool needs root (try: sudo superpage pool%s%s%s%s %s)",
-				 size_arg ? " --size " : "", size_arg ? size_arg : "",
-				 node_arg ? " --node " : "", node_arg ? node_arg : "", count_arg);
+				 a->size_arg ? " --size " : "", a->size_arg ? a->size_arg : "",
+				 a->node_arg ? " --node " : "", a->node_arg ? a->node_arg : "", a->count_arg);
+	return 0;
+}
 
-	rc = sp_pool_set(size, node, (long)count, &got);
+/* Sets the pool and says what the kernel made of it. */
+static int set_pool(const struct pool_args *a)
+{
+	long got = -1, count = (long)a->count;
+	int rc = sp_pool_set(a->size, a->node, count, &got);
+
 	switch (rc) {
 	case 0:
 	case -ENOMEM:
@@ -186,27 +213,39 @@ int cmd_pool(int argc, char **argv)
 		break;
 	case -EACCES:
 	case -EPERM:
-		return cli_error(EXIT_USAGE, "not allowed to set the %s pool%s: %s", page, where,
+		return cli_error(EXIT_USAGE, "not allowed to set the %s pool%s: %s", a->page, a->where,
 				 strerror(-rc));
 	case -ENOENT:
-		return cli_error(EXIT_USAGE, "no %s pool%s on this machine", page, where);
+		return cli_error(EXIT_USAGE, "no %s pool%s on this machine", a->page, a->where);
 	default:
-		return cli_error(EXIT_FAIL, "cannot set the %s pool%s: %s", page, where, strerror(-rc));
+		return cli_error(EXIT_FAIL, "cannot set the %s pool%s: %s", a->page, a->where,
+				 strerror(-rc));
 	}
-	if (rc == -ENOMEM || got < (long)count) {
+	if (rc == -ENOMEM || got < count) {
 		cli_warn("asked for %llu pages of %s%s, the kernel gave %ld "
-			 "(memory is fragmented or short)", (unsigned long long)count, page, where, got);
-		print_pool(size, node, (long)count, got);
+			 "(memory is fragmented or short)", (unsigned long long)a->count, a->page,
+			 a->where, got);
+		print_pool(a->size, a->node, count, got);
 		return EXIT_FAIL;
 	}
-	if (got > (long)count) {
+	if (got > count) {
 		/* Pages in use cannot leave the pool; the kernel turns them into surplus
 		 * pages that go when they are freed. */
 		cli_warn("asked for %llu pages of %s%s, %ld stay in the pool while in use "
-			 "(they go when freed)", (unsigned long long)count, page, where, got);
-		print_pool(size, node, (long)count, got);
+			 "(they go when freed)", (unsigned long long)a->count, a->page, a->where, got);
+		print_pool(a->size, a->node, count, got);
 		return EXIT_FAIL;
 	}
-	print_pool(size, node, (long)count, got);
+	print_pool(a->size, a->node, count, got);
 	return EXIT_OK;
+}
+
+int cmd_pool(int argc, char **argv)
+{
+	struct pool_args a = { .size = 2ull << 20, .node = -1 };
+	int rc;
+
+	if ((rc = collect_args(argc, argv, &a)) || (rc = read_args(&a)) || (rc = check_pool(&a)))
+		return rc;
+	return set_pool(&a);
 }

@@ -1,6 +1,5 @@
 /* run.c - superpage run: starts a program with the superpage runtime preloaded and the
  * SUPERPAGE_* environment set from the options, waits for it and exits with its status. */
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,7 +10,6 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -77,6 +75,50 @@ static int bad_option(const char *a)
 	return cli_error(EXIT_USAGE, "run: unknown option '%s' (see superpage run --help)", a);
 }
 
+/* The options that stand alone (no value in the next argument): 0 when a is one, -1
+ * when it is not, or an exit status. */
+static int flag_option(const char *a, struct run_options *o)
+{
+	if (!strcmp(a, "--no-heap")) {
+		o->no_heap = true;
+	} else if (!strcmp(a, "--text")) {
+		o->text = "main";
+	} else if (!strncmp(a, "--text=", 7)) {
+		if (strcmp(a + 7, "main") && strcmp(a + 7, "all"))
+			return cli_error(EXIT_USAGE, "run: bad --text '%s' (main or all)", a + 7);
+		o->text = a + 7;
+	} else if (!strcmp(a, "--perf-map")) {
+		o->perf_map = true;
+	} else if (!strcmp(a, "--stacks")) {
+		o->stacks = true;
+	} else if (!strcmp(a, "--shm")) {
+		o->shm = true;
+	} else if (!strcmp(a, "--honour-thp-disable")) {
+		o->honour_thp_disable = true;
+	} else if (!strcmp(a, "--stats")) {
+		o->stats = true;
+		o->stats_file = NULL;
+	} else if (!strncmp(a, "--stats=", 8)) {
+		if (!a[8])
+			return cli_error(EXIT_USAGE, "run: --stats= needs a file name");
+		o->stats = true;
+		o->stats_file = a + 8;
+	} else if (!strcmp(a, "--verbose")) {
+		o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
+	} else if (!strncmp(a, "--verbose=", 10)) {
+		const char *v = a + 10;
+
+		if (v[0] < '0' || v[0] > '3' || v[1])
+			return cli_error(EXIT_USAGE, "run: bad verbosity '%s' (0, 1, 2 or 3)", v);
+		o->verbose = v[0] - '0';
+	} else if (a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1)) {
+		o->verbose = (o->verbose < 0 ? 0 : o->verbose) + (int)strlen(a + 1);
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
 /* Parses the options; *cmd is the index of CMD. Returns 0, -1 after printing the
  * help, or an exit status. */
 static int parse_options(int argc, char **argv, struct run_options *o, int *cmd)
@@ -116,40 +158,9 @@ static int parse_options(int argc, char **argv, struct run_options *o, int *cmd)
 			if (rc < 0)
 				return cli_error(EXIT_USAGE, "run: bad size '%s' for --min (a size such as 2M)", v);
 			o->min = v;
-		} else if (!strcmp(a, "--no-heap")) {
-			o->no_heap = true;
-		} else if (!strcmp(a, "--text")) {
-			o->text = "main";
-		} else if (!strncmp(a, "--text=", 7)) {
-			if (strcmp(a + 7, "main") && strcmp(a + 7, "all"))
-				return cli_error(EXIT_USAGE, "run: bad --text '%s' (main or all)", a + 7);
-			o->text = a + 7;
-		} else if (!strcmp(a, "--perf-map")) {
-			o->perf_map = true;
-		} else if (!strcmp(a, "--stacks")) {
-			o->stacks = true;
-		} else if (!strcmp(a, "--shm")) {
-			o->shm = true;
-		} else if (!strcmp(a, "--honour-thp-disable")) {
-			o->honour_thp_disable = true;
-		} else if (!strcmp(a, "--stats")) {
-			o->stats = true;
-			o->stats_file = NULL;
-		} else if (!strncmp(a, "--stats=", 8)) {
-			if (!a[8])
-				return cli_error(EXIT_USAGE, "run: --stats= needs a file name");
-			o->stats = true;
-			o->stats_file = a + 8;
-		} else if (!strcmp(a, "--verbose")) {
-			o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
-		} else if (!strncmp(a, "--verbose=", 10)) {
-			v = a + 10;
-			if (v[0] < '0' || v[0] > '3' || v[1])
-				return cli_error(EXIT_USAGE, "run: bad verbosity '%s' (0, 1, 2 or 3)", v);
-			o->verbose = v[0] - '0';
-		} else if (a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1)) {
-			o->verbose = (o->verbose < 0 ? 0 : o->verbose) + (int)strlen(a + 1);
-		} else {
+		} else if ((rc = flag_option(a, o)) != 0) {
+			if (rc > 0)
+				return rc;
 			return bad_option(a);
 		}
 	}
@@ -330,53 +341,26 @@ struct offer {
 	bool free_2m, free_1g;   /* its pool has free pages, or room to overcommit */
 };
 
-static bool pool_free(uint64_t size, bool *exists)
-{
-	struct sp_pool p;
-
-	*exists = sp_pool_get(size, -1, &p) == 0;
-	return *exists && (p.free > 0 || (p.overcommit > 0 && p.surplus < p.overcommit));
-}
-
 static void read_offer(struct offer *f, enum sp_backing b)
 {
-	char path[128];
-	uint64_t pmd = 2ull << 20;
-	int fd;
+	struct sp_offer o;
+	unsigned parts = 0;
 
-	memset(f, 0, sizeof *f);
 	/* Only what the backing needs: this runs before every program. */
 	if (b == SP_BACKING_2M)
-		f->free_2m = pool_free(2ull << 20, &f->has_2m);
-	if (b == SP_BACKING_1G)
-		f->free_1g = pool_free(1ull << 30, &f->has_1g);
-	if (b != SP_BACKING_AUTO && b != SP_BACKING_THP)
-		return;
-	cli_sysfs_mode(THP_DIR "/enabled", f->thp.enabled, sizeof f->thp.enabled);
-	f->thp.present = f->thp.enabled[0] != 0;
-	fd = open(THP_DIR "/hpage_pmd_size", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		char buf[32];
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-
-		if (n > 0) {
-			unsigned long long v;
-
-			buf[n] = 0;
-			v = strtoull(buf, NULL, 10);
-			if (v)
-				pmd = v;
-		}
-		close(fd);
-	}
-	f->thp.pmd_size = pmd;
-	snprintf(path, sizeof path, THP_DIR "/hugepages-%llukB/enabled", (unsigned long long)(pmd >> 10));
-	cli_sysfs_mode(path, f->thp.mthp[0].enabled, sizeof f->thp.mthp[0].enabled);
-	if (f->thp.mthp[0].enabled[0]) {
-		f->thp.mthp[0].size = pmd;
-		f->thp.n_mthp = 1;
-	}
-	f->thp_off_here = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) > 0;
+		parts = SP_OFFER_2M;
+	else if (b == SP_BACKING_1G)
+		parts = SP_OFFER_1G;
+	else if (b == SP_BACKING_AUTO || b == SP_BACKING_THP)
+		parts = SP_OFFER_THP;
+	sp_offer_get(parts, &o);
+	memset(f, 0, sizeof *f);
+	f->thp = o.thp;
+	f->thp_off_here = o.thp_disable > 0;
+	f->has_2m = o.pool_2m.present;
+	f->free_2m = o.pool_2m.free > 0 || o.pool_2m.room > 0;
+	f->has_1g = o.pool_1g.present;
+	f->free_1g = o.pool_1g.free > 0 || o.pool_1g.room > 0;
 }
 
 /* Why THP cannot be had, or NULL if it can. */
@@ -456,154 +440,6 @@ static void say_offer(enum sp_backing b)
 	}
 }
 
-/* ---------- what CMD is ---------- */
-
-/* CMD as execvp finds it, or false if it finds none. */
-static bool resolve(const char *cmd, char *out, size_t len)
-{
-	const char *path = getenv("PATH"), *p;
-	struct stat st;
-
-	if (strchr(cmd, '/')) {
-		snprintf(out, len, "%s", cmd);
-		return true;
-	}
-	if (!path)
-		path = "/bin:/usr/bin";
-	for (p = path;; p++) {
-		size_t n = strcspn(p, ":");
-		int w = n ? snprintf(out, len, "%.*s/%s", (int)n, p, cmd) : snprintf(out, len, "%s", cmd);
-
-		if (w > 0 && (size_t)w < len && access(out, X_OK) == 0 && stat(out, &st) == 0 &&
-		    S_ISREG(st.st_mode))
-			return true;
-		p += n;
-		if (!*p)
-			return false;
-	}
-}
-
-enum image { IMAGE_UNKNOWN, IMAGE_DYNAMIC, IMAGE_STATIC, IMAGE_OTHER_CLASS, IMAGE_SCRIPT };
-
-#if __SIZEOF_POINTER__ == 8
-#define NATIVE_CLASS ELFCLASS64
-#else
-#define NATIVE_CLASS ELFCLASS32
-#endif
-
-/* Does the ELF file have a PT_INTERP (a dynamic loader that will read LD_PRELOAD)? */
-static enum image elf_kind(int fd, const unsigned char *id)
-{
-	uint64_t phoff;
-	unsigned phnum, phentsize, type;
-	bool wide = id[EI_CLASS] == ELFCLASS64;
-	union {
-		Elf64_Ehdr e64;
-		Elf32_Ehdr e32;
-		Elf64_Phdr p64;
-		Elf32_Phdr p32;
-	} u;
-
-	if ((id[EI_CLASS] != ELFCLASS64 && id[EI_CLASS] != ELFCLASS32) || id[EI_DATA] != ELFDATA2LSB)
-		return IMAGE_UNKNOWN;
-	if (pread(fd, &u, wide ? sizeof u.e64 : sizeof u.e32, 0) != (ssize_t)(wide ? sizeof u.e64 : sizeof u.e32))
-		return IMAGE_UNKNOWN;
-	phoff = wide ? u.e64.e_phoff : u.e32.e_phoff;
-	phnum = wide ? u.e64.e_phnum : u.e32.e_phnum;
-	phentsize = wide ? u.e64.e_phentsize : u.e32.e_phentsize;
-	type = wide ? u.e64.e_type : u.e32.e_type;
-	if ((type != ET_EXEC && type != ET_DYN) || phnum == 0 || phnum == PN_XNUM ||
-	    phentsize < (wide ? sizeof u.p64 : sizeof u.p32))
-		return IMAGE_UNKNOWN;
-	for (unsigned k = 0; k < phnum; k++) {
-		size_t want = wide ? sizeof u.p64 : sizeof u.p32;
-
-		if (pread(fd, &u, want, (off_t)(phoff + (uint64_t)k * phentsize)) != (ssize_t)want)
-			return IMAGE_UNKNOWN;
-		if ((wide ? u.p64.p_type : u.p32.p_type) == PT_INTERP)
-			return id[EI_CLASS] == NATIVE_CLASS ? IMAGE_DYNAMIC : IMAGE_OTHER_CLASS;
-	}
-	return IMAGE_STATIC;
-}
-
-/* What the file is; for a script, *interp is its interpreter. */
-static enum image image_kind(const char *path, char *interp, size_t len)
-{
-	unsigned char head[256];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	enum image kind = IMAGE_UNKNOWN;
-	ssize_t n;
-
-	if (fd < 0)
-		return IMAGE_UNKNOWN;
-	n = read(fd, head, sizeof head - 1);
-	if (n >= EI_NIDENT && !memcmp(head, ELFMAG, SELFMAG)) {
-		kind = elf_kind(fd, head);
-	} else if (n > 2 && head[0] == '#' && head[1] == '!') {
-		char *s = (char *)head + 2;
-
-		head[n] = 0;
-		s += strspn(s, " \t");
-		s[strcspn(s, " \t\n")] = 0;
-		snprintf(interp, len, "%s", s);
-		kind = IMAGE_SCRIPT;
-	}
-	close(fd);
-	return kind;
-}
-
-/* Would the kernel start it in secure mode, where ld.so ignores LD_PRELOAD paths? */
-static const char *secure_exec(const char *path)
-{
-	struct stat st;
-
-	if (stat(path, &st) < 0)
-		return NULL;
-	if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
-		return "setuid";
-	if ((st.st_mode & S_ISGID) && st.st_gid != getgid())
-		return "setgid";
-	if (getuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0)
-		return "given file capabilities";
-	return NULL;
-}
-
-/* One line when CMD will not get the runtime: a static, setuid or foreign program
- * (or a script run by one: the kernel ignores setuid on scripts). It runs all the same. */
-static void say_image(const char *cmd)
-{
-	char path[PATH_MAX], interp[PATH_MAX] = "", unused[8];
-	const char *why, *by = NULL, *exe;
-	enum image kind;
-
-	if (!resolve(cmd, path, sizeof path))
-		return;
-	kind = image_kind(path, interp, sizeof interp);
-	if (kind == IMAGE_SCRIPT) {
-		if (interp[0] != '/')
-			return;
-		by = interp;
-		kind = image_kind(interp, unused, sizeof unused);
-	}
-	exe = by ? by : path;
-	if ((why = secure_exec(exe))) {
-		if (by)
-			cli_warn("%s is run by %s, which is %s: it runs without superpage", path, by, why);
-		else
-			cli_warn("%s is %s: it runs without superpage (the loader ignores LD_PRELOAD "
-				 "for it)", path, why);
-	} else if (kind == IMAGE_STATIC) {
-		if (by)
-			cli_warn("%s is run by %s, which is statically linked: it runs without superpage",
-				 path, by);
-		else
-			cli_warn("%s is statically linked: it runs without superpage", path);
-	} else if (kind == IMAGE_OTHER_CLASS) {
-		cli_warn("%s is a %d-bit program and the runtime is not: it runs without superpage",
-			 exe, NATIVE_CLASS == ELFCLASS64 ? 32 : 64);
-	}
-}
-
 /* ---------- running it ---------- */
 
 /* Becomes CMD (no fork: one process less to start, and CMD's exit status or the
@@ -647,7 +483,7 @@ int cmd_run(int argc, char **argv)
 		cli_warn("cannot disable THP for %s (PR_SET_THP_DISABLE: %s): the 4k baseline may "
 			 "get huge pages where THP is always", argv[cmd], strerror(errno));
 	say_offer(b);
-	say_image(argv[cmd]);
+	cli_say_image(argv[cmd]);
 	if (!strcmp(argv[cmd - 1], "--stats") || !strcmp(argv[cmd - 1], "--text"))
 		snprintf(hint, sizeof hint, " (to give %s a value, write %s=%s)", argv[cmd - 1],
 			 argv[cmd - 1], argv[cmd]);

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "internal.h"
 #include "json.h"
 
 void usage_stat(void)
@@ -35,23 +34,6 @@ static int parse_pid(const char *s, pid_t *out)
 		return -EINVAL;
 	*out = (pid_t)v;
 	return 0;
-}
-
-/* The command name of the process, "" if it cannot be read (it may just have gone). */
-static void read_comm(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	buf[0] = 0;
-	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (!fgets(buf, (int)len, f))
-		buf[0] = 0;
-	fclose(f);
-	buf[strcspn(buf, "\n")] = 0;
 }
 
 static double share(uint64_t part, uint64_t whole)
@@ -104,8 +86,8 @@ static void print_human(const struct sp_coverage *c, const char *comm)
 static const enum sp_backing rungs[] = { SP_BACKING_4K, SP_BACKING_THP, SP_BACKING_2M,
 					 SP_BACKING_1G };
 
-/* The account a process under superpage run publishes (rc: sp_live_read's). */
-static void print_live_human(int rc, const struct sp_live *l)
+/* The account a process under superpage run publishes (rc: sp_account_read's). */
+static void print_live_human(int rc, const struct sp_account *l)
 {
 	char a[32], b[32];
 	if (rc == -EACCES || rc == -EPERM) {
@@ -115,9 +97,8 @@ static void print_live_human(int rc, const struct sp_live *l)
 	}
 	if (rc < 0)
 		return; /* not under superpage run, or nothing published yet */
-	uint64_t now = sp_os->now_ns(), age = now > l->at_ns ? now - l->at_ns : 0;
 	printf("\n  heap (superpage run, %.1f s ago): %s in use (peak %s), %llu mallocs, "
-	       "%llu frees\n", (double)age / 1e9, cli_human(l->in_use, a, sizeof a),
+	       "%llu frees\n", (double)l->age_ns / 1e9, cli_human(l->in_use, a, sizeof a),
 	       cli_human(l->peak_in_use, b, sizeof b), (unsigned long long)l->mallocs,
 	       (unsigned long long)l->frees);
 	printf("  2 MiB units:");
@@ -142,7 +123,7 @@ static void print_live_human(int rc, const struct sp_live *l)
 }
 
 static void print_json(const struct sp_coverage *c, const char *comm, int live_rc,
-		       const struct sp_live *l)
+		       const struct sp_account *l)
 {
 	struct json j;
 
@@ -190,10 +171,9 @@ static void print_json(const struct sp_coverage *c, const char *comm, int live_r
 	if (live_rc < 0) {
 		json_null(&j);
 	} else {
-		uint64_t now = sp_os->now_ns();
 		json_object_begin(&j);
 		json_key(&j, "age_s");
-		json_double(&j, now > l->at_ns ? (double)(now - l->at_ns) / 1e9 : 0);
+		json_double(&j, (double)l->age_ns / 1e9);
 		const struct { const char *k; uint64_t v; } f[] = {
 			{ "in_use", l->in_use }, { "peak", l->peak_in_use }, { "mallocs", l->mallocs },
 			{ "frees", l->frees }, { "units_peak", l->units_peak },
@@ -267,9 +247,9 @@ int cmd_stat(int argc, char **argv)
 	default:
 		return cli_error(EXIT_FAIL, "cannot read process %d: %s", (int)pid, strerror(-rc));
 	}
-	read_comm(pid, comm, sizeof comm);
-	struct sp_live live;
-	int live_rc = sp_live_read(pid, &live);
+	sp_comm_read(pid, comm, sizeof comm);
+	struct sp_account live;
+	int live_rc = sp_account_read(pid, &live);
 	if (as_json) {
 		print_json(&cov, comm, live_rc, &live);
 	} else {

@@ -1,5 +1,4 @@
 /* util.c - the command's one-line messages, option matching and human-readable sizes. */
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,24 +115,3 @@ const char *cli_page(uint64_t bytes, char *buf, size_t len)
 	return sp_format_size(bytes, buf, len);
 }
 
-/* The selected mode of a sysfs mode file ("always [madvise] never"), "" if none. */
-void cli_sysfs_mode(const char *path, char *out, size_t len)
-{
-	char buf[256], *l, *r;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-
-	out[0] = 0;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
-	l = strchr(buf, '[');
-	r = l ? strchr(l, ']') : NULL;
-	if (!l || !r) {
-		l = buf - 1;
-		r = buf + strcspn(buf, "\n");
-	}
-	snprintf(out, len, "%.*s", (int)(r - l - 1), l + 1);
-}

@@ -83,6 +83,10 @@ void sp_view_refresh(void);
 bool sp_view_has_collapse(void);
 /* sysfs directory of a pool: system-wide if node < 0. */
 int sp_pool_dir(uint64_t page_size, int node, char *buf, size_t len);
+/* The cheap part of THP's state, for every program's start: enabled, pmd_size and the
+ * PMD size's own mTHP mode (in mthp[0], n_mthp 0 or 1). -errno if THP's enabled file
+ * cannot be read (t->present false). */
+int sp_thp_read_pmd(struct sp_thp *t);
 /* Parses "always [madvise] never" into "madvise"; a value without brackets is copied. */
 void sp_mode_selected(const char *text, char *out, size_t len);
 

@@ -102,3 +102,46 @@ int sp_live_read(pid_t pid, struct sp_live *out)
 		r = -ENOENT;
 	return r;
 }
+
+int sp_account_read(pid_t pid, struct sp_account *out)
+{
+	struct sp_live l;
+	int r = sp_live_read(pid, &l);
+	memset(out, 0, sizeof *out);
+	if (r < 0)
+		return r;
+	uint64_t now = sp_os->now_ns();
+	out->pid = (pid_t)l.pid;
+	out->age_ns = now > l.at_ns ? now - l.at_ns : 0;
+	out->in_use = l.in_use;
+	out->peak_in_use = l.peak_in_use;
+	out->mallocs = l.mallocs;
+	out->frees = l.frees;
+	memcpy(out->units, l.units, sizeof out->units);
+	out->units_peak = l.units_peak;
+	out->large_blocks = l.large_blocks;
+	out->large_bytes = l.large_bytes;
+	out->released_units = l.released_units;
+	out->reused_units = l.reused_units;
+	out->unit_used_bytes = l.unit_used_bytes;
+	out->unit_free_bytes = l.unit_free_bytes;
+	out->full_unit_bytes = l.full_unit_bytes;
+	out->kept_units = l.kept_units;
+	out->falls = l.falls;
+	return 0;
+}
+
+int sp_comm_read(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	if (len == 0)
+		return -EINVAL;
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	ssize_t n = sp_read_file(path, buf, len);
+	if (n < 0) {
+		buf[0] = 0;
+		return (int)n;
+	}
+	buf[strcspn(buf, "\n")] = 0;
+	return (int)strlen(buf);
+}

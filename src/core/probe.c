@@ -477,14 +477,36 @@ static struct sp_view views[2];
 static _Atomic(struct sp_view *) live_view;
 static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
 
+int sp_thp_read_pmd(struct sp_thp *t)
+{
+	char buf[256];
+	long pmd;
+	memset(t, 0, sizeof *t);
+	int r = (int)sp_read_file(THP_DIR "/enabled", buf, sizeof buf);
+	if (r < 0)
+		return r;
+	t->present = true;
+	sp_mode_selected(buf, t->enabled, sizeof t->enabled);
+	if (sp_read_long(THP_DIR "/hpage_pmd_size", &pmd) == 0 && pmd > 0) {
+		char path[SP_PATH_LEN];
+		t->pmd_size = (uint64_t)pmd;
+		snprintf(path, sizeof path, THP_DIR "/hugepages-%lukB/enabled",
+			 (unsigned long)(pmd >> 10));
+		if (sp_read_file(path, buf, sizeof buf) >= 0) {
+			t->n_mthp = 1;
+			t->mthp[0].size = t->pmd_size;
+			sp_mode_selected(buf, t->mthp[0].enabled, sizeof t->mthp[0].enabled);
+		}
+	}
+	return 0;
+}
+
 /* The allocator's view is read at the start of every program under superpage run:
  * only what is cheap to know (a few sysfs reads, one prctl, one small madvise).
  * Whether MADV_COLLAPSE works costs a huge page fault to learn: asked lazily. */
 void sp_view_fill(struct sp_view *v)
 {
 	struct sizes sz = { .n = 0 };
-	char buf[256];
-	long pmd;
 	memset(v, 0, sizeof *v);
 	long ps = sp_os->page_size();
 	v->base_page_size = ps > 0 ? (uint64_t)ps : 4096;
@@ -493,22 +515,9 @@ void sp_view_fill(struct sp_view *v)
 		v->has_2m |= sz.v[i] == SP_2M_SIZE;
 		v->has_1g |= sz.v[i] == SP_1G_SIZE;
 	}
-	if (sp_read_file(THP_DIR "/enabled", buf, sizeof buf) >= 0) {
-		struct sp_thp t;
-		memset(&t, 0, sizeof t);
+	struct sp_thp t;
+	if (sp_thp_read_pmd(&t) == 0) {
 		v->thp_present = true;
-		sp_mode_selected(buf, t.enabled, sizeof t.enabled);
-		if (sp_read_long(THP_DIR "/hpage_pmd_size", &pmd) == 0 && pmd > 0) {
-			char path[SP_PATH_LEN];
-			t.pmd_size = (uint64_t)pmd;
-			snprintf(path, sizeof path, THP_DIR "/hugepages-%lukB/enabled",
-				 (unsigned long)(pmd >> 10));
-			if (sp_read_file(path, buf, sizeof buf) >= 0) {
-				t.n_mthp = 1;
-				t.mthp[0].size = t.pmd_size;
-				sp_mode_selected(buf, t.mthp[0].enabled, sizeof t.mthp[0].enabled);
-			}
-		}
 		v->thp_never = strcmp(sp_thp_pmd_mode(&t), "never") == 0;
 	}
 	int thp = sp_os->prctl(PR_GET_THP_DISABLE, 0);

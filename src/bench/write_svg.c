@@ -1,12 +1,12 @@
-/* benchsvg.c - superpage bench's chart: speedups per case and backing as grouped bars,
- * and the tlbreach curve, as one self-contained SVG. */
+/* write_svg.c - the chart: speedups per case and backing as grouped bars, and the
+ * working-set curve of the kernel that has one, as one self-contained SVG. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "superpage.h"
-#include "bench.h"
+#include "parts.h"
 
 /* ---------- SVG ---------- */
 
@@ -101,7 +101,8 @@ struct svg_layout {
 	double width, height;
 	double left, top, plot_w, plot_h, group_w, bar_w, label_h;
 	double ymax, ystep;
-	double line_top; /* the tlbreach chart, 0 when there is none */
+	double line_top; /* the working-set chart, 0 when there is none */
+	const char *curve; /* its kernel (the kernel table's curve), NULL when there is none */
 };
 
 static const char *colour_of(const char *const *back, int nb, const char *backing)
@@ -296,8 +297,8 @@ static void svg_bar_chart(FILE *f, const struct svg_layout *L, const struct benc
 		L->left, base, L->left + L->plot_w, base);
 }
 
-/* The working-set chart: tlbreach's time per load against its size, a line per backing,
- * with the sizes the L2 TLB covers marked. */
+/* The working-set chart: the curve kernel's time per load against its size, a line per
+ * backing, with the sizes the L2 TLB covers marked. Whole: one picture, drawn top down. */
 static void svg_line_chart(FILE *f, const struct bench_machine *m, const struct svg_layout *L,
 			   const struct bench_row *rows, int n, const char *const *back, int nb)
 {
@@ -313,7 +314,7 @@ static void svg_line_chart(FILE *f, const struct bench_machine *m, const struct 
 		uint64_t s;
 		double l2;
 
-		if (strcmp(rows[i].name, "tlbreach") ||
+		if (strcmp(rows[i].name, L->curve) ||
 		    bench_parse_u64(rows[i].size, strlen(rows[i].size), &s) || s == 0)
 			continue;
 		l2 = log2((double)s);
@@ -334,9 +335,9 @@ static void svg_line_chart(FILE *f, const struct bench_machine *m, const struct 
 	ymax = ceil(ymax * 1.05 / step) * step;
 
 	fputs("<text x=\"16\" y=\"", f);
-	fprintf(f, "%.1f\" font-size=\"13\" font-weight=\"bold\">tlbreach: time per dependent load "
+	fprintf(f, "%.1f\" font-size=\"13\" font-weight=\"bold\">%s: time per dependent load "
 		   "as the working set grows</text>\n",
-		L->line_top + 14);
+		L->line_top + 14, L->curve);
 	fprintf(f, "<text x=\"16\" y=\"%.1f\" fill=\"#444444\">Lower is better. Past the L2 TLB's "
 		   "reach (dashed), base pages miss the TLB on every load; huge pages move that "
 		   "point out.</text>\n",
@@ -402,7 +403,7 @@ static void svg_line_chart(FILE *f, const struct bench_machine *m, const struct 
 			const struct bench_row *r = &rows[i];
 			uint64_t s;
 
-			if (strcmp(r->name, "tlbreach") || strcmp(r->backing, back[b]) || bench_rounds(r) == 0 ||
+			if (strcmp(r->name, L->curve) || strcmp(r->backing, back[b]) || bench_rounds(r) == 0 ||
 			    !isfinite(r->median_metric) || bench_parse_u64(r->size, strlen(r->size), &s) || s == 0)
 				continue;
 			px[np] = left + (log2((double)s) - lo2) / (hi2 - lo2) * w;
@@ -466,7 +467,6 @@ void bench_write_svg(FILE *f, const struct bench_machine *m, const struct bench_
 	const char **back = NULL;
 	int *first = NULL, ng, longest = 0;
 	double key_w = 0, ext;
-	bool reach = false;
 	char label[BENCH_NAME_LEN + 48];
 
 	m = bench_machine_or_blank(m);
@@ -490,10 +490,11 @@ void bench_write_svg(FILE *f, const struct bench_machine *m, const struct bench_
 	L.group_w = (L.nbars > 0 ? L.nbars : 1) * L.bar_w + 14;
 	for (int g = 0; g < ng; g++) {
 		int k = (int)strlen(group_label(&rows[first[g]], label, sizeof label));
+		const struct bench_kernel *kn = bench_kernel_of(rows[first[g]].name);
 
 		longest = k > longest ? k : longest;
-		if (!strcmp(rows[first[g]].name, "tlbreach"))
-			reach = true;
+		if (kn && kn->curve && !strcmp(rows[first[g]].name, kn->name) && !L.curve)
+			L.curve = kn->name;
 	}
 	/* Labels hang down-left at 45 degrees from their group: the first must fit. */
 	ext = FONT_W * (ng > 0 ? (double)strlen(group_label(&rows[first[0]], label, sizeof label)) : 0) *
@@ -517,7 +518,7 @@ void bench_write_svg(FILE *f, const struct bench_machine *m, const struct bench_
 	L.ymax = ceil(L.ymax * 1.08 / L.ystep) * L.ystep;
 
 	L.height = L.top + L.plot_h + L.label_h + 12;
-	if (reach) {
+	if (L.curve) {
 		L.line_top = L.height + 16;
 		L.height = L.line_top + 40 + 220 + 52;
 	}
@@ -528,7 +529,7 @@ void bench_write_svg(FILE *f, const struct bench_machine *m, const struct bench_
 			L.left, L.top + 40);
 	else
 		svg_bar_chart(f, &L, rows, n, first, ng, back, nb);
-	if (reach)
+	if (L.curve)
 		svg_line_chart(f, m, &L, rows, n, back, nb);
 	fputs("</svg>\n", f);
 out:
