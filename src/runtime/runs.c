@@ -391,7 +391,7 @@ bool pages_resize_run(struct span *s, size_t npages)
 	size_t p0 = page_of(s->start);
 	struct release rel;
 	bool give_back = false, clean;
-	/* (Past 1 MiB a block realloc grows moves to whole units, heap.c: grown in
+	/* (Past 1 MiB a block realloc grows moves to whole units, malloc.c: grown in
 	 * place across units instead, strings grown by realloc in 2 threads had 10
 	 * times as many units given back and refaulted.) */
 	size_t most = s->kind == SPAN_FIT ? FIT_CHUNK_PAGES : MEDIUM_MAX >> PAGE_SHIFT;
