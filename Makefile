@@ -42,7 +42,7 @@ CLI_SRC := $(wildcard src/cli/*.c)
 BENCH_SRC := $(wildcard src/bench/*.c)
 RT_SRC := $(wildcard src/runtime/*.c)
 RT_CORE_SRC := $(filter-out src/runtime/interpose.c src/runtime/mmap.c src/runtime/mremap.c,$(RT_SRC))
-PRELOAD_SRC := $(wildcard tests/preload/*.c)
+RTEST_SRC := $(wildcard tests/runtime/*/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_HELP := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 SYS_SRC := $(wildcard tests/system/test_*.c)
@@ -53,9 +53,9 @@ CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 RT_OBJ := $(RT_SRC:%.c=$(B)/obj/%.o)
 RT_CORE_OBJ := $(RT_CORE_SRC:%.c=$(B)/obj/%.o)
-PRELOAD_LIB_SRC := $(wildcard tests/preload/lib/*.c)
-PRELOAD_BIN := $(PRELOAD_SRC:%.c=$(B)/%) $(B)/tests/preload/textuse-plain \
-	$(PRELOAD_LIB_SRC:%.c=$(B)/%.so) $(B)/tests/preload/deepbind-runpath
+RTEST_LIB_SRC := $(wildcard tests/runtime/*/lib/*.c)
+RTEST_BIN := $(RTEST_SRC:%.c=$(B)/%) $(B)/tests/runtime/text/textuse-plain \
+	$(RTEST_LIB_SRC:%.c=$(B)/%.so) $(B)/tests/runtime/interplay/deepbind-runpath
 UNIT_HELP_OBJ := $(UNIT_HELP:%.c=$(B)/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:%.c=$(B)/%)
 SYS_BIN := $(SYS_SRC:%.c=$(B)/%)
@@ -147,29 +147,31 @@ $(B)/tests/cli/%: tests/cli/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
 
-# Programs run under superpage run: plain C, no superpage calls (they must not be
-# sanitized: ASan brings its own malloc and cannot be preloaded behind ours).
-$(B)/tests/preload/%: tests/preload/%.c
+# Programs run under superpage run (tests/runtime/FEATURE/*.c, and common/ for those
+# several features or bench/compare.sh run): plain C, no superpage calls (they must
+# not be sanitized: ASan brings its own malloc and cannot be preloaded behind ours).
+RTEST_CFLAGS := -std=gnu11 -O2 -g $(WARN) $(DEPS) -D_GNU_SOURCE -Itests/runtime/common
+$(B)/tests/runtime/%: tests/runtime/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g $(WARN) $(DEPS) -D_GNU_SOURCE -o $@ $< -lpthread -lm $(PRELOAD_LD)
+	$(CC) $(RTEST_CFLAGS) -o $@ $< -lpthread -lm $(RTEST_LD)
 
 # Libraries those programs load (dlopen, LD_PRELOAD), as plain as they are.
-$(B)/tests/preload/lib/%.so: tests/preload/lib/%.c
+$(B)/tests/runtime/%.so: tests/runtime/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g $(WARN) $(DEPS) -D_GNU_SOURCE -shared -fPIC -o $@ $< -lpthread
+	$(CC) $(RTEST_CFLAGS) -shared -fPIC -o $@ $< -lpthread
 
 # deepbind-runpath finds its library by its RUNPATH ($ORIGIN/lib), as glibc's dlopen
 # reads it from the caller it sees: the program's, through the runtime's dlopen.
-$(B)/tests/preload/deepbind-runpath: tests/preload/deepbind.c
+$(B)/tests/runtime/interplay/deepbind-runpath: tests/runtime/interplay/deepbind.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g $(WARN) $(DEPS) -D_GNU_SOURCE -o $@ $< -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/lib'
+	$(CC) $(RTEST_CFLAGS) -o $@ $< -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/lib'
 
 # textuse's segments are 2 MiB-aligned, as superpage-run(7) tells users to link for
 # --text; textuse-plain is the same program linked as usual.
-$(B)/tests/preload/textuse: PRELOAD_LD = -Wl,-zcommon-page-size=2097152 -Wl,-zmax-page-size=2097152
-$(B)/tests/preload/textuse-plain: tests/preload/textuse.c
+$(B)/tests/runtime/text/textuse: RTEST_LD = -Wl,-zcommon-page-size=2097152 -Wl,-zmax-page-size=2097152
+$(B)/tests/runtime/text/textuse-plain: tests/runtime/text/textuse.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g $(WARN) $(DEPS) -D_GNU_SOURCE -o $@ $< -ldl
+	$(CC) $(RTEST_CFLAGS) -o $@ $< -ldl
 
 # The benchmark kernels: plain programs (unsanitized, run under superpage run), and the
 # same sources built as the "ideal", their arrays from strict sp_alloc (bench/kernel.h).
@@ -216,7 +218,7 @@ ifeq ($(ITLB_X86),)
 	@echo "kernels: itlb skipped: its generated text is x86-64 assembly"
 endif
 
-tests: all kernels $(UNIT_BIN) $(SYS_BIN) $(HELPER_BIN) $(PRELOAD_BIN)
+tests: all kernels $(UNIT_BIN) $(SYS_BIN) $(HELPER_BIN) $(RTEST_BIN)
 
 check: tests
 	@bash tests/run.sh $(B)
@@ -226,7 +228,7 @@ check-unit: $(UNIT_BIN)
 	@bash tests/run.sh $(B) unit
 
 # The main job: every kernel under each backing, pools set up for it and put back.
-bench: all kernels $(B)/tests/preload/gups_malloc $(B)/tests/preload/sweep
+bench: all kernels $(B)/tests/runtime/common/gups_malloc $(B)/tests/runtime/common/sweep
 	@mkdir -p $(B)/bench
 	set -o pipefail; $(CLI) bench --quick --setup-pools --json $(B)/bench/report.json \
 		--csv $(B)/bench/report.csv --svg $(B)/bench/report.svg | tee $(B)/bench/report.txt

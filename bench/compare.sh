@@ -2,13 +2,13 @@
 # compare.sh - malloc throughput under glibc, superpage run, mimalloc and jemalloc side by
 # side, then gups_malloc (random updates over 1 GiB of malloc'd memory) under superpage run
 # against plain, then the memory each malloc pays for blocks of one size, from 16 B to
-# 64 MiB (each power of two, and one byte more), and for a mixed heap (tests/preload/sweep:
+# 64 MiB (each power of two, and one byte more), and for a mixed heap (tests/runtime/common/sweep.c:
 # resident growth against the data's size, and its share on huge pages). Reports; never
 # asserts a speed or a size.
 #
 # usage: bash bench/compare.sh BUILD_DIR [--quick]
 # Needs BUILD_DIR/superpage, BUILD_DIR/bench/kernels/malloc,
-# BUILD_DIR/tests/preload/gups_malloc and BUILD_DIR/tests/preload/sweep (make bench builds
+# BUILD_DIR/tests/runtime/common/gups_malloc and .../common/sweep (make bench builds
 # them). mimalloc and jemalloc are
 # used where installed (apt-get install libmimalloc2.0 libjemalloc2). Each round runs
 # every allocator once, the first one rotating; 7 rounds of 0.5 s runs of the malloc
@@ -45,8 +45,8 @@ THREADS=(1 2)
 
 SP=$B/superpage
 MB=$B/bench/kernels/malloc
-GUPS=$B/tests/preload/gups_malloc
-SWEEP=$B/tests/preload/sweep
+GUPS=$B/tests/runtime/common/gups_malloc
+SWEEP=$B/tests/runtime/common/sweep
 SWEEP_TOTAL=256M
 [ "$ROUNDS" -eq 3 ] && SWEEP_TOTAL=128M
 for f in "$SP" "$MB" "$GUPS" "$SWEEP" "$B/libsuperpage-run.so"; do

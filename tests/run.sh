@@ -5,10 +5,12 @@
 #
 # usage: tests/run.sh [BUILD_DIR] [TIER [NAME...]]
 #   BUILD_DIR  where make put the tests (default: build)
-#   TIER       all (default), unit (against the fake kernel or the real one, no root
-#              needed, seconds), system (the library on this machine), or cli (the
-#              command and the runtime under superpage run: scripts in tests/cli)
-#   NAME       only these tests of the tier: test_fit, test_preload (or fit, preload)
+#   TIER       all (default: unit, system, runtime, cli), unit (against the fake
+#              kernel or the real one, no root needed, seconds), system (the library
+#              on this machine), runtime (the runtime inside programs under superpage
+#              run: tests/runtime/FEATURE/test_FEATURE.sh), or cli (the command's
+#              contract: tests/cli/test_*.sh)
+#   NAME       only these tests of the tier: test_fit, test_shm (or fit, shm)
 # Exit status: 0 if nothing failed, 1 if something did, 2 on bad arguments.
 set -u
 usage() {
@@ -23,10 +25,10 @@ fi
 tier=${1:-all}
 [ $# -gt 0 ] && shift
 case $tier in
-all | unit | system | cli) ;;
--h | --help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
+all | unit | system | runtime | cli) ;;
+-h | --help) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
 */*) echo "run.sh: no directory $tier" >&2; exit 2 ;;
-*) echo "run.sh: no tier '$tier' (all, unit, system, cli)" >&2; usage ;;
+*) echo "run.sh: no tier '$tier' (all, unit, system, runtime, cli; --help says more)" >&2; exit 2 ;;
 esac
 [ "$tier" = all ] && [ $# -gt 0 ] && { echo "run.sh: names need a tier" >&2; usage; }
 [ -d "$B/tests" ] || { echo "run.sh: $B/tests is missing (make tests builds it)" >&2; exit 2; }
@@ -69,8 +71,9 @@ run_one() { # name, command...
 	restore
 }
 
-# The tests to run, in order: unit programs, system programs, cli scripts; of one tier,
-# and only those named if names were given (each must name a test of the tier).
+# The tests to run, in order: unit programs, system programs, runtime scripts, cli
+# scripts; of one tier, and only those named if names were given (each must name a
+# test of the tier).
 tests=()
 add() { # tier, files... (programs must be executable: not their .d files)
 	local want=$1 t
@@ -85,6 +88,7 @@ add() { # tier, files... (programs must be executable: not their .d files)
 }
 add unit "$B"/tests/unit/test_*
 add system "$B"/tests/system/test_*
+add runtime "$here"/runtime/*/test_*.sh
 add cli "$here"/cli/test_*.sh
 if [ $# -gt 0 ]; then
 	all=("${tests[@]}")

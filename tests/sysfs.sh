@@ -1,7 +1,7 @@
 # sysfs.sh - the sysfs values tests change (pools, THP modes), put back whatever
 # happens: each is remembered before its first write and written back by
 # sysfs_restore (or sysfs_reset, which goes on remembering it). Sourced by
-# tests/run.sh, tests/cli/lib.sh and tests/compat/run.sh.
+# tests/run.sh, tests/lib.sh and tests/compat/run.sh.
 # shellcheck shell=bash
 
 declare -A sysfs_saved # file -> its value before the first write (of "a [b] c": b)

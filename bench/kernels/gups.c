@@ -44,7 +44,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gups: --size must be at least 64 bytes\n");
 		return 2;
 	}
-	/* One update per 64 bytes, as tests/preload/gups_malloc makes: the figures compare,
+	/* One update per 64 bytes, as tests/runtime/common/gups_malloc makes: the figures compare,
 	 * and the two passes plus the first touch of 1 GiB stay near 2 s on 4 KiB pages. */
 	n = (uint64_t)a.reps * (words / 8);
 	table = bench_alloc(words * 8);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_run.sh - tests superpage run: exit statuses, signals, the environment and LD_PRELOAD
-# the program gets, static programs, the 4k baseline and the --stats account.
+# the program gets, static programs and the 4k baseline (the --stats account the
+# runtime writes: tests/runtime/report).
 # Usage: tests/cli/test_run.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
 # "SKIP name: why" per test. It changes no system setting.
 set -u
@@ -24,7 +25,6 @@ no_preload=$(preload_blocker "$B" "$B/libsuperpage-run.so")
 
 # ---------- helpers ----------
 
-have_python() { command -v python3 >/dev/null 2>&1; }
 oneline() { head -c 300 "$1" | tr '\n' '|'; }
 
 # Says SKIP and fails when this build cannot preload its runtime into a program.
@@ -35,7 +35,6 @@ can_preload() { # name
 	fi
 	return 0
 }
-
 
 # A pool of this size has free pages, or room to overcommit.
 pool_has_room() { # dir
@@ -366,99 +365,6 @@ test_unavailable() {
 	fi
 }
 
-# ---------- the account at exit ----------
-
-test_stats_text() {
-	local name=run_stats_text
-	if ! can_preload $name; then
-		skip run_stats_stderr_closed "$no_preload"
-		return
-	fi
-	if [ ! -f "$RT" ]; then
-		skip $name "$RT is not built"
-		return
-	fi
-	sp run --stats -- /bin/true
-	if [ "$rc" != 0 ] ||
-		! grep -qE '^superpage: pid [0-9]+ \(true\): .* resident, .* on huge pages \([0-9.]+%\)' "$tmp/err" ||
-		! grep -qE '^superpage: pid [0-9]+ \(true\): in units: .* in use, .* free inside units in use \([0-9.]+% of their memory\), [0-9.]+% of what is in use in full units; [0-9]+ empty units kept$' "$tmp/err" ||
-		! grep -qE '^superpage: pid [0-9]+ \(true\): fallbacks: ' "$tmp/err"; then
-		fail $name "exit $rc, stderr: $(oneline "$tmp/err")"
-	else
-		pass $name
-	fi
-	# GNU ls closes stderr in an atexit handler that runs before the account.
-	sp run --stats -- ls -d /
-	if [ "$rc" != 0 ] || ! grep -qE '^superpage: pid [0-9]+ \(ls\): fallbacks: ' "$tmp/err"; then
-		fail run_stats_stderr_closed "exit $rc, stderr: $(oneline "$tmp/err")"
-	else
-		pass run_stats_stderr_closed
-	fi
-}
-
-test_stats_json() {
-	local name=run_stats_json why
-	can_preload $name || return
-	if [ ! -f "$RT" ]; then
-		skip $name "$RT is not built"
-		return
-	fi
-	if ! have_python; then
-		skip $name "no python3 to parse JSON"
-		return
-	fi
-	rm -f "$tmp/stats.json"
-	# bash and two /bin/true: three processes, three lines. (Not sh: dash ends with
-	# _exit, and a process that ends with _exit writes no account.)
-	sp run --stats="$tmp/stats.json" -- bash -c '/bin/true; /bin/true; echo done'
-	if [ "$rc" != 0 ] || [ "$(cat "$tmp/out")" != "done" ]; then
-		fail $name "exit $rc, stdout '$(oneline "$tmp/out")', stderr: $(oneline "$tmp/err")"
-		return
-	fi
-	why=$(python3 - "$tmp/stats.json" 2>&1 <<'PY'
-import json, sys
-lines = open(sys.argv[1]).read().splitlines()
-if len(lines) != 3:
-    print("%d lines, want 3 (bash and two true): %r" % (len(lines), lines)); sys.exit()
-kinds = ("heap", "anon", "text", "data", "stack", "shm", "other")
-pids = set()
-for l in lines:
-    d = json.loads(l)
-    for k in ("pid", "comm", "rss_bytes", "huge_bytes", "coverage", "regions", "heap", "falls",
-              "vm_hwm_bytes"):
-        if k not in d: print("no key %s in %s" % (k, l)); sys.exit()
-    pids.add(d["pid"])
-    if d["rss_bytes"] <= 0 or not 0 <= d["huge_bytes"] <= d["rss_bytes"]:
-        print("rss_bytes %d, huge_bytes %d" % (d["rss_bytes"], d["huge_bytes"])); sys.exit()
-    if abs(d["coverage"] - d["huge_bytes"] / d["rss_bytes"]) > 1e-5:
-        print("coverage %r is not huge/rss" % d["coverage"]); sys.exit()
-    if set(d["regions"]) != set(kinds): print("regions %r" % sorted(d["regions"])); sys.exit()
-    if sum(d["regions"][k]["bytes"] for k in kinds) != d["rss_bytes"]:
-        print("regions do not add up to rss_bytes"); sys.exit()
-    h = d["heap"]
-    for k in ("in_use", "peak", "mallocs", "frees", "units", "large_blocks", "large_bytes",
-              "mremaps", "released_units", "reused_units", "unit_used_bytes", "unit_free_bytes",
-              "full_unit_bytes", "kept_units"):
-        if not isinstance(h.get(k), (int, dict)): print("no heap key %s" % k); sys.exit()
-    if h["full_unit_bytes"] > h["unit_used_bytes"] or h["unit_used_bytes"] % 4096 or \
-       h["unit_free_bytes"] % 4096:
-        print("unit bytes: used %d, free %d, in full units %d" % (h["unit_used_bytes"],
-              h["unit_free_bytes"], h["full_unit_bytes"])); sys.exit()
-    if set(h["units"]) != {"4k", "thp", "2m", "1g"}: print("units %r" % h["units"]); sys.exit()
-    if h["peak"] < h["in_use"]: print("peak %d below in_use %d" % (h["peak"], h["in_use"])); sys.exit()
-    for rung, whys in d["falls"].items():
-        if rung not in ("auto", "4k", "thp", "2m", "1g") or not whys or \
-           not all(isinstance(n, int) and n > 0 for n in whys.values()):
-            print("falls %r" % d["falls"]); sys.exit()
-if len(pids) != 3: print("pids %r are not three" % sorted(pids)); sys.exit()
-comms = sorted(json.loads(l)["comm"] for l in lines)
-if comms.count("true") != 2: print("comms %r, want two 'true'" % comms); sys.exit()
-if max(json.loads(l)["heap"]["mallocs"] for l in lines) == 0: print("no process counted a malloc")
-PY
-)
-	if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
-}
-
 test_help
 test_bad_args
 test_status run_true 0 -- true
@@ -473,6 +379,4 @@ test_find_runtime
 test_static
 test_4k
 test_unavailable
-test_stats_text
-test_stats_json
 exit $failed

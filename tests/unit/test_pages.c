@@ -2,7 +2,7 @@
  * of every kind of block (objects, medium runs, long runs across units, whole units),
  * with pages_check() recomputing its counts and lists after every step and every
  * block's pages checked for their owner's bytes before it is freed or resized. On the
- * real kernel, under the backing SUPERPAGE_BACKING names (tests/cli runs it under 2m
+ * real kernel, under the backing SUPERPAGE_BACKING names (tests/runtime/heap runs it under 2m
  * with a small pool, so that units fall to THP midway), and under ASan/UBSan too. */
 #include <stdint.h>
 #include <stdio.h>

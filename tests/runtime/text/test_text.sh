@@ -8,18 +8,18 @@
 # superpage stat showing text, stack and shm on huge pages. The moves are tested on
 # fresh copies of the programs: a binary read back from disk may come in PMD-sized
 # page cache folios.
-# Usage: tests/cli/test_text.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
+# Usage: tests/runtime/text/test_text.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
 # "SKIP name: why" per test. The 2M pool and THP mode are put back, even on failure.
 set -u
-B=${1:?usage: tests/cli/test_text.sh BUILD_DIR}
+B=${1:?usage: tests/runtime/text/test_text.sh BUILD_DIR}
 B=${B%/}
 SP=$(cd "$B" 2>/dev/null && pwd)/superpage
 RT=$B/libsuperpage-run.so
-PROG=$(cd "$B" 2>/dev/null && pwd)/tests/preload/textuse
+PROG=$(cd "$B" 2>/dev/null && pwd)/tests/runtime/text/textuse
 PLAIN=$PROG-plain
 tmp=$(mktemp -d)
-# shellcheck source=tests/cli/lib.sh
-. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+# shellcheck source=tests/lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/../../lib.sh"
 copies=''
 trap 'put_pool_back; rm -rf "$tmp" "$copies"' EXIT
 trap 'exit 130' INT TERM HUP
@@ -40,7 +40,7 @@ fi
 
 # Fresh copies, written here (their page cache folios come from the writes), in the
 # build directory (a /tmp mounted noexec could not run them).
-copies=$(mktemp -d "$B/tests/preload/textcopies.XXXXXX")
+copies=$(mktemp -d "$B/tests/runtime/text/textcopies.XXXXXX")
 cp "$PROG" "$copies/textuse" && cp "$PLAIN" "$copies/textuse-plain" || {
 	fail text_copies "cannot copy the test programs to $copies"
 	exit 1

@@ -1,5 +1,5 @@
 /* smaps_kb.h - what /proc/self/smaps says of an address range, for the programs in
- * tests/preload (plain C, no superpage calls; header-only: each is one file). */
+ * tests/runtime (plain C, no superpage calls; header-only: each is one file). */
 #ifndef SMAPS_KB_H
 #define SMAPS_KB_H
 

@@ -2,19 +2,19 @@
 # test_shm.sh - tests superpage run --shm: SysV segments and MAP_SHARED|MAP_ANONYMOUS
 # mappings on 2 MiB hugetlb pages when the pool can hold them, the program's output and
 # IPC_STAT sizes as without it, and the fall back to base pages when they cannot be had.
-# Usage: tests/cli/test_shm.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
+# Usage: tests/runtime/shm/test_shm.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
 # "SKIP name: why" per test. The 2M pool is changed only relative to what it holds
 # (other processes may be using it) and put back, even on failure or Ctrl-C; the
 # segments of a killed test program are removed.
 set -u
-B=${1:?usage: tests/cli/test_shm.sh BUILD_DIR}
+B=${1:?usage: tests/runtime/shm/test_shm.sh BUILD_DIR}
 B=${B%/}
 SP=$(cd "$B" 2>/dev/null && pwd)/superpage
 RT=$B/libsuperpage-run.so
-PROG=$(cd "$B" 2>/dev/null && pwd)/tests/preload/shmuse
+PROG=$(cd "$B" 2>/dev/null && pwd)/tests/runtime/shm/shmuse
 tmp=$(mktemp -d)
-# shellcheck source=tests/cli/lib.sh
-. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+# shellcheck source=tests/lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/../../lib.sh"
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM HUP
 

@@ -7,18 +7,18 @@
 # fork handlers run before the runtime's, a signal handler, popen, system, posix_spawn,
 # vfork, clone without CLONE_VM), under auto and under 2m, whose hugetlb memory is a
 # hole in a forked child until the runtime has copied it in.
-# Usage: tests/cli/test_interplay.sh BUILD_DIR. Prints PASS, FAIL or SKIP lines; the
+# Usage: tests/runtime/interplay/test_interplay.sh BUILD_DIR. Prints PASS, FAIL or SKIP lines; the
 # 2M pool is put back, even on failure or Ctrl-C.
 set -u
-B=${1:?usage: tests/cli/test_interplay.sh BUILD_DIR}
+B=${1:?usage: tests/runtime/interplay/test_interplay.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 SP=$B/superpage
 RT=$B/libsuperpage-run.so
-P=$B/tests/preload
+P=$B/tests/runtime/interplay
 export LC_ALL=C
 running=''
-# shellcheck source=tests/cli/lib.sh
-. "$here/lib.sh"
+# shellcheck source=tests/lib.sh
+. "$here/../../lib.sh"
 
 why=$(preload_blocker "$B" "$RT")
 if [ -n "$why" ]; then
@@ -32,7 +32,7 @@ for f in "$RT" "$P/forks" "$P/deepbind" "$P/deepbind-runpath" "$P/thpoff" "$P/ap
 	fi
 done
 B=$(cd "$B" && pwd)
-SP=$B/superpage P=$B/tests/preload
+SP=$B/superpage P=$B/tests/runtime/interplay
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_interplay.XXXXXX")
 # shellcheck disable=SC2317 # (called by the trap)
 interrupted() {

@@ -3,18 +3,18 @@
 # program may be given: ulimit -v (RLIMIT_AS), prlimit --data (RLIMIT_DATA), a memory
 # cgroup's limit, and the heap's own range (40 blocks of 10 GiB). Each case runs the
 # program plain first: where plain fails, the case is skipped, saying so.
-# Usage: tests/cli/test_limits.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
+# Usage: tests/runtime/limits/test_limits.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
 # "SKIP name: why" per test. It changes no system setting; the cgroup it makes for
 # its last case (under this shell's own memory cgroup) is removed.
 set -u
-B=${1:?usage: tests/cli/test_limits.sh BUILD_DIR}
+B=${1:?usage: tests/runtime/limits/test_limits.sh BUILD_DIR}
 B=${B%/}
 SP=$(cd "$B" 2>/dev/null && pwd)/superpage
-L=$B/tests/preload/limits
+L=$B/tests/runtime/limits/limits
 tmp=$(mktemp -d)
 cg=''
-# shellcheck source=tests/cli/lib.sh
-. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+# shellcheck source=tests/lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/../../lib.sh"
 cleanup() {
 	[ -n "$cg" ] && [ -d "$cg" ] && rmdir "$cg" 2>/dev/null
 	rm -rf "$tmp"

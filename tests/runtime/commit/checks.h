@@ -1,4 +1,4 @@
-/* checks.h - what the programs in tests/preload that check the kernel's promises
+/* checks.h - what the programs in tests/runtime that check the kernel's promises
  * share (header-only, as smaps_kb.h: each program stays one file): a count of the
  * checks passed, the first failure ending the program with status 1 and a line on
  * stdout naming CHECKS_PROG, and whether reading a byte faults. */

@@ -3,18 +3,18 @@
 # aligned, on THP, a guard page below) give the program's output as without it; their
 # stacks show as region stack on huge pages in superpage stat; an overflow ends on the
 # guard; stacks are reused; fork from a thread, and a stack of the program's own, work.
-# Usage: tests/cli/test_stacks.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
+# Usage: tests/runtime/stacks/test_stacks.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
 # "SKIP name: why" per test. Nothing on the machine is changed.
 set -u
-B=${1:?usage: tests/cli/test_stacks.sh BUILD_DIR}
+B=${1:?usage: tests/runtime/stacks/test_stacks.sh BUILD_DIR}
 B=${B%/}
 SP=$(cd "$B" 2>/dev/null && pwd)/superpage
 RT=$B/libsuperpage-run.so
-PROG=$(cd "$B" 2>/dev/null && pwd)/tests/preload/stackuse
+PROG=$(cd "$B" 2>/dev/null && pwd)/tests/runtime/stacks/stackuse
 THP=/sys/kernel/mm/transparent_hugepage/enabled
 tmp=$(mktemp -d)
-# shellcheck source=tests/cli/lib.sh
-. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+# shellcheck source=tests/lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/../../lib.sh"
 held=''
 trap '[ -n "$held" ] && kill "$held" 2>/dev/null; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM HUP

@@ -1,24 +1,24 @@
 #!/usr/bin/env bash
 # test_commit.sh - tests heaps a program reserves PROT_NONE and commits itself, by
-# mprotect and mmap(MAP_FIXED), as a JVM or V8 does (tests/preload/commitheap.c):
+# mprotect and mmap(MAP_FIXED), as a JVM or V8 does (tests/runtime/commit/commitheap.c):
 # under superpage run their 2 MiB units are on THP (auto, thp; 2m too, as a counted
 # fall), the program sees what it sees without superpage, its MADV_NOHUGEPAGE stands,
 # and nothing changes under --backing 4k or below --min; and small reservations, as
-# V8 makes one per heap page (tests/preload/packres.c), packed so that what the
+# V8 makes one per heap page (packres.c), packed so that what the
 # program commits of them is huge.
-# Usage: tests/cli/test_commit.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
+# Usage: tests/runtime/commit/test_commit.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
 # "SKIP name: why" per test. Nothing on the machine is changed (no pool is set).
 set -u
-B=${1:?usage: tests/cli/test_commit.sh BUILD_DIR}
+B=${1:?usage: tests/runtime/commit/test_commit.sh BUILD_DIR}
 B=${B%/}
 SP=$(cd "$B" 2>/dev/null && pwd)/superpage
 RT=$B/libsuperpage-run.so
-PROG=$(cd "$B" 2>/dev/null && pwd)/tests/preload/commitheap
-PACK=$(cd "$B" 2>/dev/null && pwd)/tests/preload/packres
+PROG=$(cd "$B" 2>/dev/null && pwd)/tests/runtime/commit/commitheap
+PACK=$(cd "$B" 2>/dev/null && pwd)/tests/runtime/commit/packres
 THP=/sys/kernel/mm/transparent_hugepage/enabled
 tmp=$(mktemp -d)
-# shellcheck source=tests/cli/lib.sh
-. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+# shellcheck source=tests/lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/../../lib.sh"
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM HUP
 

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# test_heap.sh - the heap under superpage run: the torture test (threads, forks, every
+# malloc call) under each backing with the same output as without it, and under 2m
+# empty hugetlb units kept for the next block and the page heap's random sequence on a
+# pool that runs out midway.
+# Usage: tests/runtime/heap/test_heap.sh BUILD_DIR [TEST[:ARG]...]. Prints "PASS name",
+# "FAIL name: why" or "SKIP name: why" per test; other lines are measurements, not
+# results. Every sysfs value it changes is put back, even on failure or Ctrl-C.
+set -u
+B=${1:?usage: tests/runtime/heap/test_heap.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/runtime/lib.sh
+. "$here/../lib.sh"
+both_start heap common/torture heap/churn
+
+# ---------- the torture test under each backing ----------
+
+torture_args=(-n 4000 -r 4 "$SEED")
+torture_plain_done=0
+torture_plain() {
+	[ $torture_plain_done = 1 ] && return
+	# glibc leaves errno at ENOMEM on some successful calls (an arena that cannot grow,
+	# then a retry in another): -e lets it; the runtime gets no such leave.
+	plain "$C/torture" -e "${torture_args[@]}"
+	cp "$tmp/plain.out" "$tmp/torture.out"
+	tprc=$prc
+	torture_plain_done=1
+}
+
+test_torture() { # backing
+	local backing=$1 name=torture_$1 extra
+	need_run "$name" || return
+	if [ "$backing" = 2m ] && ! pool_2m 64; then
+		skip "$name" "$why"
+		return
+	fi
+	torture_plain
+	sprun_stats --backing "$backing" -- "$C/torture" "${torture_args[@]}"
+	cp "$tmp/torture.out" "$tmp/plain.out"
+	prc=$tprc
+	extra=$(foreign_stderr "$tmp/sp.err")
+	if differs || BACKING=$backing check_stats torture; then
+		fail "$name" "$why"
+	elif [ -n "$extra" ]; then
+		fail "$name" "stderr: $extra"
+	else
+		pass "$name" "$(cat "$tmp/sp.out")"
+	fi
+	restore
+}
+
+# The page heap's random sequence (tests/unit/test_pages: its counts recomputed after
+# every step, every block's bytes checked) on 2 MiB hugetlb units from a pool of 24
+# pages that runs out midway: units kept, given back and fallen to THP side by side.
+test_pages_2m() {
+	local name=pages_2m
+	if ! pool_2m 24; then
+		skip $name "$why"
+		return
+	fi
+	SUPERPAGE_BACKING=2m limited "$tmp/sp.out" "$tmp/sp.err" "$B/tests/unit/test_pages"
+	restore
+	if [ "$rc" -ne 0 ]; then
+		fail $name "exit $rc: $(grep -m3 'check failed\|step\|FAIL' "$tmp/sp.out" "$tmp/sp.err" | tr '\n' ' ')"
+	elif ! grep -q '^PASS test_random_sequence' "$tmp/sp.out"; then
+		fail $name "no PASS line: $(oneline "$tmp/sp.out")"
+	else
+		pass $name "random mallocs, reallocs and frees on a pool of 24 pages: consistent"
+	fi
+}
+
+# A block allocated and freed again and again under 2m: its empty hugetlb unit is kept
+# for the next one, not given back to the pool and taken again each time (20,000
+# times: 1.6 s, against 0.004 s kept), and what it gives out again reads as zero.
+test_churn_2m() {
+	local name=churn_2m counts released reused
+	if ! have_python; then
+		skip $name "python3 is not installed (Debian package python3), to read --stats"
+		return
+	fi
+	if ! pool_2m 8; then
+		skip $name "$why"
+		return
+	fi
+	plain "$P/churn" 262144 2000
+	sprun_stats --backing 2m -- "$P/churn" 262144 2000
+	restore
+	counts=$("$PY" - "$tmp/stats.json" 2>/dev/null <<'PY' || echo none
+import json, sys
+d = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]
+h = d["heap"]
+print("%d %d" % (h["released_units"], h["reused_units"]) if d["hugetlb_bytes"] > 0 else "none")
+PY
+)
+	read -r released reused <<<"$counts"
+
+	if differs; then
+		fail $name "$why"
+	elif [ "$released" = none ]; then
+		fail $name "no hugetlb memory at exit: $(oneline "$tmp/sp.err")"
+	elif [ "$released" -gt 10 ] || [ "$reused" -lt 1000 ]; then
+		fail $name "$released units given back and $reused reused for 2000 blocks freed"
+	else
+		pass $name "2000 blocks of 256 KiB: $released units given back, $reused reused"
+	fi
+}
+
+run_some "$@"
+for backing in auto thp 4k 2m; do
+	test_torture $backing
+done
+test_churn_2m
+test_pages_2m
+exit $failed
