@@ -200,7 +200,7 @@ static int shallow(const char *file, int flags)
  * must be reached by a jump, with the program's return address on the stack, not by a
  * call from here: on x86-64 the entry points are a few instructions that take the
  * flags from sp_dl_flags and jump; elsewhere a C tail call, which the compiler makes
- * one at -O2 (tests/cli/test_interplay.sh's deepbind_runpath sees if it did not). */
+ * one at -O2 (tests/runtime/interplay/test_interplay.sh's deepbind_runpath sees if it did not). */
 __attribute__((used)) void *sp_real_dlopen, *sp_real_dlmopen;
 
 static void *next(const char *name)
