@@ -47,18 +47,6 @@ static void populate(void *p, size_t len, const struct sp_view *v)
 		((volatile char *)p)[off] = 0;
 }
 
-struct hugetlb_map {
-	size_t len;
-	int flags;
-	void **out;
-};
-
-static int map_hugetlb(void *arg)
-{
-	struct hugetlb_map *m = arg;
-	return sp_os->mmap(NULL, m->len, PROT_READ | PROT_WRITE, m->flags, -1, 0, m->out);
-}
-
 /* One hugetlb rung (refusals counted by the rung service). Reserved at map time: no
  * MAP_NORESERVE, ever. */
 static int try_hugetlb(enum sp_backing rung, size_t size, unsigned flags,
@@ -72,13 +60,10 @@ static int try_hugetlb(enum sp_backing rung, size_t size, unsigned flags,
 	}
 	struct sp_rung_ask ask = { .site = SP_SITE_ALLOC, .rung = rung, .skip = &skips[rung],
 				   .size = size, .strict = flags & SP_STRICT };
-	struct hugetlb_map m = { .len = round_up(size, ps), .out = out,
-		.flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (is_1g ? MAP_HUGE_1GB : MAP_HUGE_2MB) };
-	if (flags & SP_POPULATE)
-		m.flags |= MAP_POPULATE;
-	int why = sp_rung_try(&ask, map_hugetlb, &m);
+	size_t len = round_up(size, ps);
+	int why = sp_rung_map(&ask, len, flags & SP_POPULATE ? MAP_POPULATE : 0, out);
 	if (why < 0)
-		*mapped = m.len;
+		*mapped = len;
 	return why;
 }
 

@@ -139,6 +139,12 @@ struct sp_rung_ask {
  * a hole: MMAP). -1 if it mapped; else the reason, counted in the table and
  * remembered in *skip. */
 int sp_rung_try(const struct sp_rung_ask *a, int (*map)(void *arg), void *arg);
+/* sp_rung_try of a private anonymous mapping of len bytes (a multiple of the rung's
+ * page) on the rung's pages, anywhere, reserved at map time (never MAP_NORESERVE),
+ * with extra flags (MAP_POPULATE); *out the mapping when it returns -1. */
+int sp_rung_map(const struct sp_rung_ask *a, size_t len, int extra, void **out);
+/* A pool of that page size as sp_offer_get reads it (all zero if it cannot be read). */
+void sp_offer_pool_read(uint64_t page_size, struct sp_offer_pool *o);
 
 /* ---- small string helpers (parse.c) ---- */
 size_t sp_strlcpy(char *dst, const char *src, size_t len);

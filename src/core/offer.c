@@ -6,7 +6,7 @@
 
 #define THP_DIR "/sys/kernel/mm/transparent_hugepage"
 
-static void offer_pool(uint64_t page_size, struct sp_offer_pool *o)
+void sp_offer_pool_read(uint64_t page_size, struct sp_offer_pool *o)
 {
 	struct sp_pool p;
 	if (sp_pool_get(page_size, -1, &p) != 0)
@@ -31,8 +31,8 @@ int sp_offer_get(unsigned parts, struct sp_offer *out)
 		out->thp_disable = sp_os->prctl(PR_GET_THP_DISABLE, 0);
 	}
 	if (parts & SP_OFFER_2M)
-		offer_pool(SP_2M_SIZE, &out->pool_2m);
+		sp_offer_pool_read(SP_2M_SIZE, &out->pool_2m);
 	if (parts & SP_OFFER_1G)
-		offer_pool(SP_1G_SIZE, &out->pool_1g);
+		sp_offer_pool_read(SP_1G_SIZE, &out->pool_1g);
 	return 0;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "internal.h"
 
@@ -38,14 +39,11 @@ static uint64_t page_size_of(enum sp_backing rung)
 
 long sp_rung_room(enum sp_backing rung, bool overcommit)
 {
-	struct sp_pool p;
+	struct sp_offer_pool o = { 0 };
 	long room;
 
-	if (sp_pool_get(page_size_of(rung), -1, &p) < 0)
-		return 0;
-	room = p.free - p.reserved;
-	if (overcommit && p.overcommit > p.surplus)
-		room += p.overcommit - p.surplus;
+	sp_offer_pool_read(page_size_of(rung), &o); /* (all zero if it cannot be read) */
+	room = o.avail + (overcommit ? o.room : 0);
 	return room > 0 ? room : 0;
 }
 
@@ -84,6 +82,26 @@ static void refused(struct sp_rung_skip *k, uint64_t size)
 void sp_rung_forget(struct sp_rung_skip *k)
 {
 	atomic_store(&k->until_ns, 0);
+}
+
+struct anywhere {
+	size_t len;
+	int flags;
+	void **out;
+};
+
+static int map_anywhere(void *arg)
+{
+	struct anywhere *m = arg;
+	return sp_os->mmap(NULL, m->len, PROT_READ | PROT_WRITE, m->flags, -1, 0, m->out);
+}
+
+int sp_rung_map(const struct sp_rung_ask *a, size_t len, int extra, void **out)
+{
+	struct anywhere m = { .len = len, .out = out,
+		.flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | extra |
+			 (a->rung == SP_BACKING_1G ? MAP_HUGE_1GB : MAP_HUGE_2MB) };
+	return sp_rung_try(a, map_anywhere, &m);
 }
 
 int sp_rung_try(const struct sp_rung_ask *a, int (*map)(void *arg), void *arg)

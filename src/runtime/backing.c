@@ -30,14 +30,22 @@ void plain_units(size_t u, size_t n)
 struct into {
 	uintptr_t at;
 	size_t len;
-	bool giga, hole;
+	bool giga;
+	bool *hole;
 };
 
 static int map_into(void *arg)
 {
 	struct into *m = arg;
-	int r = pages_hugetlb_into(m->at, m->len, m->giga, &m->hole);
-	return r < 0 && m->hole ? -EIO : r;
+	int r = pages_hugetlb_into(m->at, m->len, m->giga, m->hole);
+	return r < 0 && *m->hole ? -EIO : r; /* (a refused move: an mmap fall) */
+}
+
+int pages_hugetlb_try(const struct sp_rung_ask *ask, uintptr_t at, size_t len, bool *hole)
+{
+	struct into m = { .at = at, .len = len, .giga = ask->rung == SP_BACKING_1G, .hole = hole };
+	*hole = false;
+	return sp_rung_try(ask, map_into, &m);
 }
 
 /* Maps n units at u with hugetlb pages of the rung's size (2m, or 1g for a 1 GiB-
@@ -49,14 +57,14 @@ static int map_into(void *arg)
  * page's mapping. */
 bool back_hugetlb(size_t u, size_t n, enum sp_backing rung)
 {
-	bool giga = rung == SP_BACKING_1G;
-	struct into m = { .at = unit_addr(u), .len = n << UNIT_SHIFT, .giga = giga };
+	bool giga = rung == SP_BACKING_1G, hole;
+	size_t len = n << UNIT_SHIFT;
 	struct sp_rung_ask ask = { .site = SP_SITE_HEAP, .rung = rung,
-				   .skip = giga ? &skip_1g : &skip_2m, .size = giga ? 0 : m.len };
-	int why = sp_rung_try(&ask, map_into, &m);
+				   .skip = giga ? &skip_1g : &skip_2m, .size = giga ? 0 : len };
+	int why = pages_hugetlb_try(&ask, unit_addr(u), len, &hole);
 	if (why < 0)
 		return true;
-	if (m.hole)
+	if (hole)
 		plain_units(u, n);
 	rt_fall(rung, (enum sp_fall)why);
 	return false;

@@ -104,19 +104,6 @@ static void set_huge(uintptr_t from, uintptr_t to, bool on)
 	}
 }
 
-struct into {
-	uintptr_t at;
-	size_t len;
-	bool *hole;
-};
-
-static int map_into(void *arg)
-{
-	struct into *m = arg;
-	int r = pages_hugetlb_into(m->at, m->len, false, m->hole);
-	return r < 0 && *m->hole ? -EIO : r;
-}
-
 /* Hugetlb 2 MiB pages over the steps [a, end), as many as the pool holds from a;
  * returns where they end. A refusal is counted and said, and the pool is not asked
  * again for a while (rung.c); *hole says the rest may have been unmapped by a
@@ -124,12 +111,11 @@ static int map_into(void *arg)
 static uintptr_t grow_hugetlb(uintptr_t a, uintptr_t end, bool *hole)
 {
 	size_t n = (end - a) >> UNIT_SHIFT;
-	struct into m = { .at = a, .len = n << UNIT_SHIFT, .hole = hole };
 	struct sp_rung_ask ask = { .site = SP_SITE_BRK, .rung = SP_BACKING_2M, .skip = &skip };
 	*hole = false;
 	if (!hugetlb_wanted || n == 0)
 		return a;
-	int why = sp_rung_try(&ask, map_into, &m);
+	int why = pages_hugetlb_try(&ask, a, n << UNIT_SHIFT, hole);
 	if (why < 0) {
 		set_huge(a, end, true);
 		return end;

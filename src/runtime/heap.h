@@ -193,6 +193,12 @@ bool pages_copy_in(uintptr_t at, size_t len, const void *src);
  * the hole before it is filled again). 0, or -errno with *hole set if what was at at
  * may be gone (a refused move: the caller maps it again). */
 int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole);
+/* pages_hugetlb_into on ask's rung (2m, 1g), through the rung service (rung.c): skipped
+ * while refused lately, a refusal classified, remembered and counted (a refused move
+ * that left a hole, *hole, as an mmap fall). -1 if the pages are there, else the
+ * reason. */
+struct sp_rung_ask;
+int pages_hugetlb_try(const struct sp_rung_ask *ask, uintptr_t at, size_t len, bool *hole);
 /* The range [lo, hi) the heap reserves (under a finite RLIMIT_AS, the part of it
  * claimed so far): everything in it is the heap's. */
 void pages_range(uintptr_t *lo, uintptr_t *hi);

@@ -244,18 +244,6 @@ static int move_in_place(uintptr_t from, size_t len, uintptr_t to)
 #endif
 }
 
-struct anywhere {
-	size_t len;
-	void *m;
-};
-
-static int map_anywhere(void *arg)
-{
-	struct anywhere *a = arg;
-	return sp_os->mmap(NULL, a->len, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0, &a->m);
-}
-
 /* New memory of the rung for len bytes, 2 MiB-aligned, writable; 0 and the fall's
  * reason in *why if it cannot be had (a hugetlb refusal counted already: *counted). */
 static uintptr_t new_memory(enum sp_backing rung, size_t len, enum sp_fall *why, bool *counted)
@@ -264,12 +252,11 @@ static uintptr_t new_memory(enum sp_backing rung, size_t len, enum sp_fall *why,
 
 	*counted = false;
 	if (rung == SP_BACKING_2M) {
-		struct anywhere a = { .len = len };
 		struct sp_rung_ask ask = { .site = SP_SITE_TEXT, .rung = rung };
-		int r = sp_rung_try(&ask, map_anywhere, &a);
+		int r = sp_rung_map(&ask, len, 0, &m);
 
 		if (r < 0)
-			return (uintptr_t)a.m;
+			return (uintptr_t)m;
 		*why = (enum sp_fall)r;
 		*counted = true;
 		return 0;
