@@ -195,8 +195,9 @@ int pages_init(const struct sp_options *o)
 	heap_hot.pageinfo = (uint16_t *)(void *)((char *)m + pg.max_units * PAGE_SIZE);
 	heap_hot.base = pg.base;
 	pg.end = pg.lazy ? pg.base : pg.base + (pg.max_units << UNIT_SHIFT);
-	for (int b = 0; b < NBUCKET; b++)
-		pg.bucket_head[b] = NO_UNIT;
+	for (int t = 0; t < NTIER; t++)
+		for (int b = 0; b < NBUCKET; b++)
+			pg.bucket_head[t][b] = NO_UNIT;
 	return 0;
 }
 

@@ -13,9 +13,9 @@
 #include "internal.h"
 #include "units.h"
 
-/* A FREE unit for the page heap: a resident empty one first (no new memory), else
- * the lowest free one. Returns its index or NO_UNIT. */
-static int32_t take_unit(void)
+/* A FREE unit for the page heap's runs of tier t: a resident empty one first (no new
+ * memory), else the lowest free one. Returns its index or NO_UNIT. */
+static int32_t take_unit(enum tier t)
 {
 	int32_t u = pg.cache_head;
 	bool kept = u != NO_UNIT;
@@ -37,14 +37,15 @@ static int32_t take_unit(void)
 	struct unit *x = &pg.units[u];
 	/* (An empty unit kept on a hugetlb page stays on it.) */
 	heap_unit_init((size_t)u, kept && is_hugetlb(x->backing) ? (enum sp_backing)x->backing
-								  : back_units((size_t)u, 1));
+								  : back_units((size_t)u, 1), t);
 	return u;
 }
 
-/* A HEAP unit whose free pages a run may take: the heap's, not a program's mapping. */
-static bool joinable(size_t u)
+/* A HEAP unit whose free pages a run of tier t may take: the heap's, not a program's
+ * mapping, and of that tier. */
+static bool joinable(size_t u, enum tier t)
 {
-	return pg.units[u].state == U_HEAP && !pg.units[u].mapping;
+	return pg.units[u].state == U_HEAP && !pg.units[u].mapping && pg.units[u].tier == t;
 }
 
 /* The free pages at the end and at the start of a HEAP unit. */
@@ -117,12 +118,12 @@ static void place_in(struct place *best, size_t np, size_t at, size_t t, size_t 
 		*best = p;
 }
 
-/* The best place for a run of np pages across units, or SIZE_MAX if the range
- * cannot hold it. Under the lock. */
-static size_t find_place(size_t np)
+/* The best place for a run of np pages of tier t across units, or SIZE_MAX if the
+ * range cannot hold it. Under the lock. */
+static size_t find_place(size_t np, enum tier t)
 {
 	struct place best = { SIZE_MAX, SIZE_MAX, 0, SIZE_MAX };
-	size_t at = 0, t = 0, m = 0; /* the open stretch: its tail, its FREE units */
+	size_t at = 0, tail = 0, m = 0; /* the open stretch: its tail, its FREE units */
 	for (size_t u = 0; u < pg.frontier; u++) {
 		if (bit(pg.freebits, u)) {
 			size_t e = bits_next(pg.freebits, u, pg.frontier, false);
@@ -130,16 +131,16 @@ static size_t find_place(size_t np)
 			u = e - 1;
 			continue;
 		}
-		bool join = joinable(u);
-		place_in(&best, np, at, t, m, join ? unit_head(u) : 0);
+		bool join = joinable(u, t);
+		place_in(&best, np, at, tail, m, join ? unit_head(u) : 0);
 		if (best.cost == 0 && best.used == np)
 			return best.page;
-		t = join ? unit_tail(u) : 0;
-		at = (u + 1) * PAGES_PER_UNIT - t;
+		tail = join ? unit_tail(u) : 0;
+		at = (u + 1) * PAGES_PER_UNIT - tail;
 		m = 0;
 	}
 	/* The last stretch runs on past the frontier, to the end of the range. */
-	place_in(&best, np, at, t, m + (pg.max_units - pg.frontier), 0);
+	place_in(&best, np, at, tail, m + (pg.max_units - pg.frontier), 0);
 	return best.page;
 }
 
@@ -159,11 +160,11 @@ void trim_kept(size_t made)
 	}
 }
 
-/* Units [u0, u1) that a run at pages [p, p+np) covers: the FREE ones join the page
- * heap (growing the range where they lie past its frontier), and the run's pages are
- * taken. *clean: every page of the run was memory the kernel had not given yet.
- * False if the range cannot grow. Under the lock. */
-static bool take_pages(size_t p, size_t np, bool *clean)
+/* Units [u0, u1) that a run of tier t at pages [p, p+np) covers: the FREE ones join
+ * the page heap in that tier (growing the range where they lie past its frontier), and
+ * the run's pages are taken. *clean: every page of the run was memory the kernel had
+ * not given yet. False if the range cannot grow. Under the lock. */
+static bool take_pages(size_t p, size_t np, enum tier t, bool *clean)
 {
 	size_t u0 = p / PAGES_PER_UNIT, u1 = (p + np - 1) / PAGES_PER_UNIT + 1;
 	if (u1 > pg.frontier && range_grow(u1) < 0)
@@ -180,7 +181,7 @@ static bool take_pages(size_t p, size_t np, bool *clean)
 			pg.st.reused++;
 			bits_set(pg.freebits, i, 1, false);
 			heap_unit_init(i, is_hugetlb(pg.units[i].backing) ? (enum sp_backing)pg.units[i].backing
-								       : back_units(i, 1));
+								       : back_units(i, 1), t);
 			fresh = false;
 			i++;
 			continue;
@@ -194,7 +195,7 @@ static bool take_pages(size_t p, size_t np, bool *clean)
 		bits_set(pg.freebits, i, e - i, false);
 		enum sp_backing got = back_units(i, e - i);
 		for (size_t k = i; k < e; k++)
-			heap_unit_init(k, got);
+			heap_unit_init(k, got, t);
 		trim_kept(made);
 		i = e;
 	}
@@ -215,6 +216,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	 * of 27 pages in a unit left 5% of it unused); the program's small mappings stay
 	 * inside one. */
 	bool across = (kind == SPAN_MEDIUM || kind == SPAN_SMALL || kind == SPAN_FIT) && align <= 1;
+	enum tier t = tier_of(kind);
 	if (npages == 0 || (npages > PAGES_PER_UNIT && !across) || align > PAGES_PER_UNIT ||
 	    npages > (pg.max_units << (UNIT_SHIFT - PAGE_SHIFT)))
 		return NULL;
@@ -228,7 +230,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	/* Best fit by longest free run: the smallest bucket that can hold the run. */
 	for (unsigned b = npages <= PAGES_PER_UNIT ? bucket_of((unsigned)npages) : NBUCKET;
 	     b < NBUCKET && u == NO_UNIT; b++) {
-		for (int32_t c = pg.bucket_head[b]; c != NO_UNIT; c = pg.units[c].next) {
+		for (int32_t c = pg.bucket_head[t][b]; c != NO_UNIT; c = pg.units[c].next) {
 			if (pg.units[c].longest < npages)
 				continue;
 			at = bits_find_run_phase(pg.units[c].free, PAGES_PER_UNIT, npages, align, 0);
@@ -247,11 +249,11 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	} else if (across && (npages > PAGES_PER_UNIT || pg.cache_head == NO_UNIT)) {
 		/* (An empty unit kept resident holds a run of a unit or less at no cost,
 		 * and without a walk over the units.) */
-		p = find_place(npages);
-		if (p == SIZE_MAX || !take_pages(p, npages, &clean))
+		p = find_place(npages, t);
+		if (p == SIZE_MAX || !take_pages(p, npages, t, &clean))
 			goto fail;
 	} else {
-		u = take_unit();
+		u = take_unit(t);
 		if (u == NO_UNIT)
 			goto fail;
 		bits_set(pg.units[u].free, 0, npages, false);
@@ -369,9 +371,9 @@ void pages_free(struct span *s)
 	rt_live_tick();
 }
 
-/* Pages [p, p+n) are free for a run to grow into: free pages of HEAP units the heap
- * may join, or FREE units (past the frontier too). Under the lock. */
-static bool pages_free_for_run(size_t p, size_t n)
+/* Pages [p, p+n) are free for a run of tier t to grow into: free pages of HEAP units
+ * it may join, or FREE units (past the frontier too). Under the lock. */
+static bool pages_free_for_run(size_t p, size_t n, enum tier t)
 {
 	if (p + n > pg.max_units * PAGES_PER_UNIT)
 		return false;
@@ -380,7 +382,7 @@ static bool pages_free_for_run(size_t p, size_t n)
 			continue;
 		size_t from, to;
 		unit_part(p, n, u, &from, &to);
-		if (!joinable(u) || bits_next(pg.units[u].free, from, to, false) != to)
+		if (!joinable(u, t) || bits_next(pg.units[u].free, from, to, false) != to)
 			return false;
 	}
 	return true;
@@ -406,7 +408,8 @@ bool pages_resize_run(struct span *s, size_t npages)
 		give_back = free_run(p0 + npages, s->npages - npages, &rel);
 	} else if (npages > s->npages) {
 		size_t p = p0 + s->npages, n = npages - s->npages;
-		if (!pages_free_for_run(p, n) || !take_pages(p, n, &clean)) {
+		enum tier t = tier_of((enum span_kind)s->kind);
+		if (!pages_free_for_run(p, n, t) || !take_pages(p, n, t, &clean)) {
 			pthread_mutex_unlock(&pg.lock);
 			return false;
 		}

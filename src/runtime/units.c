@@ -75,12 +75,12 @@ void rebucket(int32_t u)
 {
 	struct unit *x = &pg.units[u];
 	if (x->bucket != NO_BUCKET)
-		list_unlink(&pg.bucket_head[x->bucket], NULL, u);
+		list_unlink(&pg.bucket_head[x->tier][x->bucket], NULL, u);
 	x->bucket = NO_BUCKET;
 	x->longest = longest_run(x->free);
 	if (x->longest) {
 		x->bucket = (uint8_t)bucket_of(x->longest);
-		list_push_front(&pg.bucket_head[x->bucket], NULL, u);
+		list_push_front(&pg.bucket_head[x->tier][x->bucket], NULL, u);
 	}
 }
 
@@ -127,17 +127,18 @@ void set_nfree(struct unit *x, size_t n)
 void heap_unit_gone(struct unit *x)
 {
 	if (x->bucket != NO_BUCKET)
-		list_unlink(&pg.bucket_head[x->bucket], NULL, (int32_t)(x - pg.units));
+		list_unlink(&pg.bucket_head[x->tier][x->bucket], NULL, (int32_t)(x - pg.units));
 	x->bucket = NO_BUCKET;
 	pg.unit_free_pages -= PAGES_PER_UNIT;
 	pg.heap_units--;
 }
 
-/* FREE unit u joins the page heap, empty, with the backing it got. */
-void heap_unit_init(size_t u, enum sp_backing got)
+/* FREE unit u joins the page heap, empty, with the backing it got, for runs of tier t. */
+void heap_unit_init(size_t u, enum sp_backing got, enum tier t)
 {
 	struct unit *x = &pg.units[u];
 	x->state = U_HEAP;
+	x->tier = (uint8_t)t;
 	x->backing = (uint8_t)got;
 	x->resident = 1;
 	x->nfree = PAGES_PER_UNIT;
@@ -232,10 +233,12 @@ const char *pages_check(size_t *unit)
 					 x->bucket != (x->longest ? bucket_of(x->longest) : NO_BUCKET)))
 			bad = "a unit's longest free run or its bucket is wrong";
 	}
-	for (unsigned b = 0; b < NBUCKET && !bad; b++)
-		for (int32_t c = pg.bucket_head[b]; c != NO_UNIT && !bad; c = pg.units[c].next)
-			if (pg.units[c].bucket != b || pg.units[c].state != U_HEAP)
-				bad = "a bucket lists a unit not of it", bad_u = (size_t)c;
+	for (unsigned t = 0; t < NTIER && !bad; t++)
+		for (unsigned b = 0; b < NBUCKET && !bad; b++)
+			for (int32_t c = pg.bucket_head[t][b]; c != NO_UNIT && !bad; c = pg.units[c].next)
+				if (pg.units[c].bucket != b || pg.units[c].tier != t ||
+				    pg.units[c].state != U_HEAP)
+					bad = "a bucket lists a unit not of it", bad_u = (size_t)c;
 	size_t listed = 0;
 	for (int32_t c = pg.cache_head; c != NO_UNIT && !bad; c = pg.units[c].next)
 		if (!pg.units[c].in_cache || ++listed > n_cached)
@@ -265,6 +268,8 @@ const char *pages_check(size_t *unit)
 			if (s->kind == SPAN_LARGE ? x->state != U_LARGE
 						  : x->state != U_HEAP || bit(x->free, i % PAGES_PER_UNIT))
 				bad = "a span's page is free in its unit";
+			else if (s->kind != SPAN_LARGE && !x->mapping && x->tier != tier_of(s->kind))
+				bad = "a span lies in a unit of the other tier";
 		}
 	}
 	if (!bad && spanned != used)
