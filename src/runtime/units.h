@@ -17,7 +17,7 @@ enum unit_state { U_FREE = 0, U_HEAP, U_LARGE, U_RELEASING };
  * placed beside a block held the block's unit resident after the block was freed
  * (the sweep's mixed heap ended with 15.5 MiB free inside units, half of it in units
  * that such spans held). */
-enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, NTIER };
+enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, TIER_FIT, NTIER };
 #define GIGA_UNITS ((size_t)1 << (30 - UNIT_SHIFT)) /* units in a 1 GiB page */
 /* auto starts the heap on base pages and puts it on THP once it is big enough for
  * huge pages to pay (a small program would only pay their memory: a unit touched
@@ -122,7 +122,7 @@ void heap_unit_init(size_t u, enum sp_backing got, enum tier t);
 /* The tier whose units hold spans of this kind. */
 static inline enum tier tier_of(enum span_kind kind)
 {
-	return kind == SPAN_SMALL || kind == SPAN_FIT ? TIER_OBJECTS : TIER_BLOCKS;
+	return kind == SPAN_SMALL ? TIER_OBJECTS : kind == SPAN_FIT ? TIER_FIT : TIER_BLOCKS;
 }
 /* backing.c */
 void plain_units(size_t u, size_t n);
