@@ -12,11 +12,11 @@ enum unit_state { U_FREE = 0, U_HEAP, U_LARGE, U_RELEASING };
 #define NO_UNIT (-1)
 #define NBUCKET 10          /* HEAP units by longest free run: [2^b, 2^(b+1)) pages */
 #define NO_BUCKET 0xff
-/* What a HEAP unit's runs hold: blocks (and the program's small mappings), or spans
- * of small objects and fitted chunks. The two never share a unit: a span of objects
- * placed beside a block held the block's unit resident after the block was freed
- * (the sweep's mixed heap ended with 15.5 MiB free inside units, half of it in units
- * that such spans held). */
+/* What a HEAP unit's runs hold: blocks (and the program's small mappings), spans of
+ * small objects, or fitted chunks. Tiers never share a unit: a span of objects placed
+ * beside a block held the block's unit resident after the block was freed (the
+ * sweep's mixed heap ended with 15.5 MiB free inside units, half of it in units that
+ * such spans held); chunks apart from both saved another 0.2 MiB there. */
 enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, TIER_FIT, NTIER };
 #define GIGA_UNITS ((size_t)1 << (30 - UNIT_SHIFT)) /* units in a 1 GiB page */
 /* auto starts the heap on base pages and puts it on THP once it is big enough for
