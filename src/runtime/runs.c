@@ -1,5 +1,7 @@
-/* runs.c - runs of pages: spans of objects and blocks up to the long-run limit, in the
- * fullest unit that holds them or across units; taken and given back here.
+/* runs.c - runs of pages: spans of objects and blocks up to the long-run limit, each
+ * kind in units of its tier (units.h): a block's in the shortest stretch of free pages
+ * that holds it, a span's in the fullest unit that holds it, or across units; taken
+ * and given back here.
  *
  * A block or a span of objects whose run no unit's free pages hold is placed across
  * units: in the free tail of a HEAP unit, whole FREE units, and the free head of the
