@@ -2,7 +2,7 @@
 # test_heap.sh - the heap under superpage run: the torture test (threads, forks, every
 # malloc call) under each backing with the same output as without it, and under 2m
 # empty hugetlb units kept for the next block and the page heap's random sequence on a
-# pool that runs out midway.
+# pool that runs out midway; and the memory a mixed heap pays against glibc's.
 # Usage: tests/runtime/heap/test_heap.sh BUILD_DIR [TEST[:ARG]...]. Prints "PASS name",
 # "FAIL name: why" or "SKIP name: why" per test; other lines are measurements, not
 # results. Every sysfs value it changes is put back, even on failure or Ctrl-C.
@@ -11,7 +11,7 @@ B=${1:?usage: tests/runtime/heap/test_heap.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/runtime/lib.sh
 . "$here/../lib.sh"
-both_start heap common/torture heap/churn
+both_start heap common/torture common/sweep heap/churn
 
 # ---------- the torture test under each backing ----------
 
@@ -105,10 +105,36 @@ PY
 	fi
 }
 
+# The sweep's mixed heap (16 B-8 MiB log-uniform, filled to 256 MiB, every other
+# block freed, filled again): what auto pays against glibc (1.09x when spans of small
+# objects shared units with blocks and blocks took the first free place that held
+# them, 1.04x with kinds apart and the best fit; glibc maps blocks over 128 KiB on
+# their own). A memory bound, not a speed: the figures do not change run to run.
+test_mixed_memory() {
+	local name=mixed_memory pk sk sh
+	need_run "$name" || return
+	plain "$C/sweep" mixed 256M
+	sprun -- "$C/sweep" mixed 256M
+	pk=$(sed -n 's/.* rss_kb=\([0-9]*\).*/\1/p' "$tmp/plain.out")
+	sk=$(sed -n 's/.* rss_kb=\([0-9]*\).*/\1/p' "$tmp/sp.out")
+	sh=$(sed -n 's/.* huge_kb=\([0-9]*\).*/\1/p' "$tmp/sp.out")
+	sed -i 's/ rss_kb=.*//' "$tmp/plain.out" "$tmp/sp.out"
+	if differs; then
+		fail $name "$why"
+	elif [ -z "$pk" ] || [ -z "$sk" ] || [ "$pk" -le 0 ]; then
+		fail $name "sweep printed no figures: $(oneline "$tmp/sp.out")"
+	elif [ $((sk * 100)) -gt $((pk * 105)) ]; then
+		fail $name "$sk kB resident under superpage run, $pk kB under glibc: over 1.05x"
+	else
+		pass $name "$sk kB resident ($((sh * 100 / sk))% huge) against glibc's $pk kB"
+	fi
+}
+
 run_some "$@"
 for backing in auto thp 4k 2m; do
 	test_torture $backing
 done
 test_churn_2m
 test_pages_2m
+test_mixed_memory
 exit $failed
