@@ -125,7 +125,7 @@ static bool put_back(struct fit_arena *a, struct fit_chunk *c, uint64_t g, uint6
 _Static_assert(FIT_MAX <= (1ul << (11 + GRAIN_SHIFT)) && (11 - 6) * 8 + 1 < CACHE_CLASSES,
 	       "a fitted block's cache class and the next are in the cache");
 #define CACHE_WAYS 8
-#define CACHE_BYTES ((uint64_t)2 << 20)
+#define CACHE_BYTES ((uint64_t)4 << 20)
 
 struct fit_cache {
 	/* The blocks' grains, 0 in the ways not used (which no size matches): a class's
@@ -303,8 +303,14 @@ size_t fit_cache_flush(bool close)
 
 size_t fit_usable(struct span *s, const void *p, const char *fn)
 {
+	/* (As in fit_free: the word of a block in use is the caller's; anything else,
+	 * the locked way says what is wrong.) */
+	struct fit_chunk *c = __atomic_load_n(&s->fit, __ATOMIC_ACQUIRE);
+	uintptr_t off = (uintptr_t)p - s->start;
+	uint64_t g = off >> GRAIN_SHIFT, n;
+	if (c && !(off & (GRAIN - 1)) && g < CHUNK_GRAINS && (n = used_from(c, g)) && !freed_mark(p))
+		return n << GRAIN_SHIFT;
 	struct fit_arena *a = lock_arena(s, p, fn);
-	uint64_t n;
 	block_in_use(s->fit, p, &n, fn);
 	pthread_mutex_unlock(&a->lock);
 	return n << GRAIN_SHIFT;
