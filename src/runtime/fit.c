@@ -161,6 +161,7 @@ static inline int cache_pick(const uint32_t *ways, uint64_t g)
 	const __m128i lo = _mm_set1_epi32((int)g - 1), hi = _mm_set1_epi32((int)(g + g / 8) + 1);
 	const __m128i none = _mm_set1_epi32(INT32_MAX);
 	__m128i best = none;
+#pragma GCC unroll 4
 	for (int i = 0; i < 4; i++) {
 		__m128i x = _mm_load_si128((const __m128i *)(const void *)ways + i);
 		__m128i ok = _mm_and_si128(_mm_cmpgt_epi32(x, lo), _mm_cmplt_epi32(x, hi));
