@@ -325,7 +325,8 @@ static void *alloc(size_t size, bool *clean)
 
 static __attribute__((noinline)) void *malloc_slow(size_t size)
 {
-	void *p = alloc(size, NULL);
+	/* (A live cache: the heap serves, no need to ask rt_init.) */
+	void *p = fit_size(size) && tc.state == TC_LIVE ? fit_block(size) : alloc(size, NULL);
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -361,9 +362,24 @@ static struct span *block_span(const void *p)
 	return s;
 }
 
+/* block_span, with the common case first: a block on the range's writable pages, read
+ * from the page map (a fitted block's place in its chunk is fit.c's to check). */
+static inline struct span *heap_span(const void *p)
+{
+	if (((uintptr_t)p - heap_hot.base) >> PAGE_SHIFT <
+	    __atomic_load_n(&heap_hot.top_pages, __ATOMIC_ACQUIRE)) {
+		struct span *s = span_at((uintptr_t)p);
+		if (s && s->magic == SPAN_MAGIC &&
+		    (s->kind == SPAN_FIT || s->kind == SPAN_SMALL ||
+		     ((s->kind == SPAN_MEDIUM || s->kind == SPAN_LARGE) && (uintptr_t)p == s->start)))
+			return s;
+	}
+	return block_span(p);
+}
+
 static __attribute__((noinline)) void big_free(void *p)
 {
-	struct span *s = block_span(p);
+	struct span *s = heap_span(p);
 	if (!s)
 		return;
 	if (s->kind == SPAN_SMALL) {
@@ -413,7 +429,7 @@ size_t rt_usable_size(const void *p)
 {
 	if (!p)
 		return 0;
-	struct span *s = block_span(p);
+	struct span *s = heap_span(p);
 	if (s && s->kind == SPAN_FIT)
 		return fit_usable(s, p, "malloc_usable_size");
 	return s ? span_usable(s) : 0;
@@ -442,7 +458,7 @@ void *rt_realloc(void *p, size_t size)
 		small_check(info, p, "realloc");
 		have = class_size((info >> 8) - 1);
 	} else {
-		s = block_span(p);
+		s = heap_span(p);
 		if (!s) {
 			errno = ENOMEM; /* not ours: we cannot know its size */
 			return NULL;

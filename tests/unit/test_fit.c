@@ -191,6 +191,60 @@ static void test_cache_reuses(void)
 	CHECK(fit_check() == NULL);
 }
 
+/* The cache gives the block that fits best, of the size's class or the next one
+ * (no more than an eighth over), and holds 8 blocks a class: a 9th freed goes back to
+ * the arena. Sizes in grains of 64 bytes: class 18 is 320-351, class 19 352-383. */
+static void test_cache_best_fit(void)
+{
+	CHECK(all_free());
+	unsigned char *a = rt_malloc(340 * 64), *b = rt_malloc(330 * 64), *c = rt_malloc(360 * 64),
+		      *d = rt_malloc(325 * 64);
+	CHECK(a && b && c && d);
+	if (!a || !b || !c || !d)
+		return;
+	rt_free(a);
+	rt_free(b);
+	rt_free(c);
+	rt_free(d);
+	uint64_t c0, f0, c1, f1;
+	fit_stats(&c0, &f0);
+	unsigned char *x = rt_malloc(328 * 64), *y = rt_malloc(335 * 64), *z = rt_malloc(345 * 64);
+	CHECK(x == b); /* (330 fits 328 best; 340 and 360 hold it too) */
+	CHECK(y == a);
+	CHECK(z == c); /* (of the next class: 360 <= 345 + 345 / 8) */
+	fit_stats(&c1, &f1);
+	CHECK(c1 == c0 && f1 == f0);
+	unsigned char *w = rt_malloc(326 * 64); /* (325 is too short: from the arena) */
+	CHECK(w != NULL && w != d);
+	fit_stats(&c1, &f1);
+	CHECK(f1 < f0 || c1 > c0);
+	rt_free(w);
+	rt_free(x);
+	rt_free(y);
+	rt_free(z);
+	CHECK(all_free());
+	CHECK(fit_check() == NULL);
+
+	enum { N = 9 };
+	unsigned char *p[N];
+	for (int i = 0; i < N; i++) {
+		p[i] = rt_malloc(330 * 64);
+		CHECK(p[i] != NULL);
+		if (!p[i])
+			return;
+	}
+	fit_stats(&c0, &f0);
+	for (int i = 0; i < N - 1; i++)
+		rt_free(p[i]);
+	fit_stats(&c1, &f1);
+	CHECK(f1 == f0);
+	rt_free(p[N - 1]);
+	fit_stats(&c1, &f1);
+	CHECK_EQ(f1 - f0, 330 * 64);
+	CHECK(fit_check() == NULL);
+	CHECK(all_free());
+}
+
 /* Nothing of the allocator's is in a free block: a write after free over one leaves
  * the records whole, and the next blocks get the memory as before. */
 static void test_write_after_free_harmless(void)
@@ -373,6 +427,7 @@ int main(void)
 	RUN(test_resized_in_place);
 	RUN(test_chunks_given_back);
 	RUN(test_cache_reuses);
+	RUN(test_cache_best_fit);
 	RUN(test_write_after_free_harmless);
 	RUN(test_threads);
 	RUN(test_fork);
