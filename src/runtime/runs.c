@@ -158,8 +158,8 @@ static void place_in(struct place *best, size_t np, size_t at, size_t t, size_t 
 }
 
 /* Whether a stretch for a run of tier t that would begin with FREE unit u (no tail
- * before it, no FREE unit yet) is to begin after it instead: spans of objects and
- * chunks leave a block its room to grow (growth_room). */
+ * before it, no FREE unit yet) is to begin after it instead: spans of objects leave
+ * a block its room to grow (growth_room). */
 static bool keep_room(enum tier t, size_t u, size_t tail, size_t m)
 {
 	return t != TIER_BLOCKS && !tail && !m && growth_room(u);
