@@ -19,6 +19,7 @@ enum {
 int cmd_status(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+int cmd_promote(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_version(int argc, char **argv);
@@ -26,6 +27,7 @@ int cmd_version(int argc, char **argv);
 void usage_status(void);
 void usage_pool(void);
 void usage_stat(void);
+void usage_promote(void);
 void usage_run(void);
 void usage_bench(void);
 void usage_version(void);
