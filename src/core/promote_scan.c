@@ -166,8 +166,7 @@ static int residency(struct pr_target *t)
 		size_t j = i + 1;
 		while (j < t->n && t->ranges[j].start == t->ranges[j - 1].start + SP_2M_SIZE)
 			j++;
-		for (size_t k = i; k < j; k++)
-			t->ranges[k].present = 0;
+		bool zeroed = false; /* the averages stand until the kernel answers */
 		uint64_t at = t->ranges[i].start, end = t->ranges[j - 1].start + SP_2M_SIZE;
 		while (at < end) {
 			struct pr_scan_arg a = {
@@ -181,6 +180,9 @@ static int residency(struct pr_target *t)
 				ret = n;
 				break;
 			}
+			for (size_t k = i; k < j && !zeroed; k++)
+				t->ranges[k].present = 0;
+			zeroed = true;
 			for (int v = 0; v < n; v++) {
 				if (vec[v].categories & (PR_PAGE_IS_HUGE | PR_PAGE_IS_PFNZERO))
 					continue;
