@@ -422,7 +422,7 @@ struct sp_promote_result {
 	uint64_t not_done[SP_PROMOTE_WHY_COUNT]; /* resident bytes not collapsed, by why */
 	uint64_t elapsed_ns;           /* the whole call */
 	uint64_t collapse_ns;          /* inside process_madvise */
-	uint64_t slowest_ns;           /* the slowest collapse */
+	uint64_t slowest_ns;           /* the slowest call, per range in it */
 	uint64_t paused_ns;            /* in pauses between chunks (backoff included) */
 	uint64_t hot_ns;               /* gathering accesses (--hot) */
 	int chunks, backoffs;
@@ -436,8 +436,8 @@ struct sp_promote_result {
  * MADV_COLLAPSE: reads its smaps and the residency of each 2 MiB range
  * (PAGEMAP_SCAN), ranks the aligned 2 MiB ranges of its private anonymous memory
  * (heap, stacks, anonymous mappings) and collapses them in that order within the
- * budget, in chunks with a pause between them, backing off when a collapse is slow
- * or fails; no range is asked twice. Fills *r (o NULL: the defaults). Returns the
+ * budget (ranges next to each other in one call), in chunks with a pause between
+ * them, backing off when a collapse is slow or fails; no range is asked twice. Fills *r (o NULL: the defaults). Returns the
  * number of ranges collapsed (or, dry run, that would be tried), or -errno when the
  * process cannot be promoted at all: -ESRCH (gone), -EACCES/-EPERM (its memory map or
  * process_madvise refused), -ENOSYS/-EINVAL (no process_madvise, or no MADV_COLLAPSE

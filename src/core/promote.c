@@ -163,6 +163,8 @@ static int open_target(pid_t pid, int *pidfd)
 
 /* ---------- the pass ---------- */
 
+#define PR_BATCH_MAX 64 /* ranges in one call at most (128 MiB) */
+
 struct pace {
 	uint64_t pause;       /* the pause after this chunk */
 	uint64_t in_chunk;    /* bytes asked in this chunk */
@@ -190,46 +192,82 @@ static void pause_now(const struct sp_promote_options *o, struct sp_promote_resu
 	p->backoff = false;
 }
 
-/* Collapses one range: 0, or the reason it is left. ends: the pass ends here. */
-static int collapse_one(struct pr_target *t, int pidfd, struct pr_range *g, struct pace *p,
-			int *ends)
+/* How many ranges from i go in one call: the next in rank order while they follow
+ * each other in the same mapping, at most max. MADV_COLLAPSE drains every CPU's LRU
+ * caches once per call: a run of ranges in one call pays that once. */
+static size_t batch_len(const struct pr_target *t, size_t i, size_t max)
+{
+	size_t k = 1;
+	while (k < max && i + k < t->n) {
+		const struct pr_range *g = &t->ranges[i + k], *prev = g - 1;
+		if (g->outcome != PR_UNTRIED || g->start != prev->start + SP_2M_SIZE ||
+		    g->map_start != prev->map_start)
+			break;
+		k++;
+	}
+	return k;
+}
+
+/* Collapses the k ranges from g in one call: the number collapsed. ends: the pass
+ * ends here, for that reason. A refused call is followed by a look at which ranges
+ * are huge now (the kernel goes on past most refusals); the others get its reason. */
+static size_t collapse_batch(struct pr_target *t, int pidfd, struct pr_range *g, size_t k,
+			     struct pace *p, int *ends)
 {
 	const struct sp_promote_options *o = t->o;
 	struct sp_promote_result *r = t->r;
-	struct iovec v = { (void *)(uintptr_t)g->start, SP_2M_SIZE };
+	struct iovec v = { (void *)(uintptr_t)g->start, k * SP_2M_SIZE };
 	uint64_t t0 = sp_os->now_ns();
 	ssize_t n = sp_os->process_madvise(pidfd, &v, 1, MADV_COLLAPSE);
 	uint64_t took = sp_os->now_ns() - t0;
+	bool huge[PR_BATCH_MAX];
+	size_t done = 0;
 
-	r->tried++;
+	r->tried += k;
 	r->collapse_ns += took;
-	if (took > r->slowest_ns)
-		r->slowest_ns = took;
-	p->in_chunk += SP_2M_SIZE;
-	if (took > o->slow_ns)
+	if (took / k > r->slowest_ns)
+		r->slowest_ns = took / k;
+	p->in_chunk += k * SP_2M_SIZE;
+	if (took / k > o->slow_ns)
 		p->backoff = true;
-	if (n >= 0) {
-		g->outcome = PR_COLLAPSED;
-		r->collapsed++;
-		r->collapsed_bytes += SP_2M_SIZE;
-		p->failures = 0;
-		return 0;
-	}
-	int err = (int)n, why = fatal_why(err);
+	int err = n < 0 ? (int)n : 0, why = err ? fatal_why(err) : -1;
 	if (why >= 0) {
 		*ends = why;
-	} else {
-		why = range_why(t->pid, g, err);
-		if (why == SP_PROMOTE_GONE)
-			*ends = why;
-		if (why == SP_PROMOTE_NO_MEMORY || why == SP_PROMOTE_BUSY) {
-			p->backoff = true;
-			if (++p->failures >= o->max_failures)
-				*ends = SP_PROMOTE_STOPPED;
-		}
+		for (size_t i = 0; i < k; i++)
+			mark(&g[i], (enum sp_promote_why)why, err);
+		return 0;
 	}
-	mark(g, (enum sp_promote_why)why, err);
-	return why;
+	for (size_t i = 0; i < k; i++)
+		huge[i] = !err;
+	if (err && k > 1 && pr_huge_now(t->pid, g, k, huge) == -ESRCH) {
+		*ends = SP_PROMOTE_GONE;
+		for (size_t i = 0; i < k; i++)
+			mark(&g[i], SP_PROMOTE_GONE, err);
+		return 0;
+	}
+	why = -1;
+	for (size_t i = 0; i < k; i++) {
+		if (huge[i]) {
+			g[i].outcome = PR_COLLAPSED;
+			done++;
+			continue;
+		}
+		if (why < 0)
+			why = range_why(t->pid, &g[i], err);
+		mark(&g[i], (enum sp_promote_why)why, err);
+	}
+	r->collapsed += done;
+	r->collapsed_bytes += done * SP_2M_SIZE;
+	if (why == SP_PROMOTE_GONE)
+		*ends = why;
+	if (why == SP_PROMOTE_NO_MEMORY || why == SP_PROMOTE_BUSY) {
+		p->backoff = true;
+		if (++p->failures >= o->max_failures)
+			*ends = SP_PROMOTE_STOPPED;
+	} else if (done) {
+		p->failures = 0;
+	}
+	return done;
 }
 
 /* Asks for the ranges in rank order, within the budget; the rest get a reason. */
@@ -240,37 +278,49 @@ static void pass(struct pr_target *t, int pidfd)
 	struct pace p = { o->pause_ns, 0, false, 0 };
 	uint64_t used = 0;
 	int ends = -1;
+	/* Without PAGEMAP_SCAN a refused call cannot tell which ranges it did: one each. */
+	size_t most = r->rank == SP_RANK_MAPPING ? 1 : PR_BATCH_MAX;
 
-	for (size_t i = 0; i < t->n; i++) {
+	for (size_t i = 0; i < t->n;) {
 		struct pr_range *g = &t->ranges[i];
-		if (g->outcome != PR_UNTRIED)
+		if (g->outcome != PR_UNTRIED) {
+			i++;
 			continue;
+		}
+		if (ends < 0 && o->stop && *o->stop)
+			ends = SP_PROMOTE_STOPPED;
 		if (ends >= 0) {
 			/* The rest: the process is gone, or refused, or the pass stopped. */
 			mark(g, (enum sp_promote_why)(ends == SP_PROMOTE_GONE || ends == SP_PROMOTE_PERMISSION ||
 						      ends == SP_PROMOTE_UNSUPPORTED ? ends : SP_PROMOTE_STOPPED), 0);
-			continue;
-		}
-		if (o->stop && *o->stop) {
-			ends = SP_PROMOTE_STOPPED;
-			mark(g, SP_PROMOTE_STOPPED, 0);
+			i++;
 			continue;
 		}
 		if (r->budget && used + SP_2M_SIZE > r->budget) {
 			mark(g, SP_PROMOTE_BUDGET, 0);
+			i++;
 			continue;
 		}
 		if (o->dry_run) {
 			g->outcome = PR_WOULD;
 			r->tried++;
 			used += SP_2M_SIZE;
+			i++;
 			continue;
 		}
+		/* At most what is left of the chunk and of the budget, in one call. */
+		size_t max = most, room = (size_t)((o->chunk_bytes - p.in_chunk) / SP_2M_SIZE);
+		if (o->chunk_bytes > p.in_chunk && room < max)
+			max = room;
+		if (r->budget && (r->budget - used) / SP_2M_SIZE < max)
+			max = (size_t)((r->budget - used) / SP_2M_SIZE);
+		if (max < 1)
+			max = 1;
+		size_t k = batch_len(t, i, max);
 		/* The budget is of memory put on huge pages: a refusal takes none of it. */
-		if (collapse_one(t, pidfd, g, &p, &ends) == 0)
-			used += SP_2M_SIZE;
-		bool last = i + 1 == t->n;
-		if (ends < 0 && !last && (p.backoff || p.in_chunk >= o->chunk_bytes))
+		used += collapse_batch(t, pidfd, g, k, &p, &ends) * SP_2M_SIZE;
+		i += k;
+		if (ends < 0 && i < t->n && (p.backoff || p.in_chunk >= o->chunk_bytes))
 			pause_now(o, r, &p);
 	}
 }

@@ -41,6 +41,9 @@ int pr_scan_after(struct pr_target *t);
 /* Whether [start, start+2M) still lies in a private anonymous mapping with the bounds
  * it had (/proc/PID/maps): 1 yes, 0 no, -errno. */
 int pr_still_mapped(pid_t pid, const struct pr_range *g);
+/* Which of the k ranges from g (adjacent: g[i].start = g[0].start + i * 2 MiB) sit on
+ * a huge page now (PAGEMAP_SCAN): 0, or -errno (-ENOTTY: no PAGEMAP_SCAN). */
+int pr_huge_now(pid_t pid, const struct pr_range *g, size_t k, bool *huge);
 /* Gives back the ranges' memory. */
 void pr_target_free(struct pr_target *t);
 /* Adds a skip to r (merged with the last one if it continues it) and its bytes. */

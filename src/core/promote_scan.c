@@ -351,3 +351,36 @@ int pr_still_mapped(pid_t pid, const struct pr_range *g)
 	sp_os->close(fd);
 	return r < 0 ? r : s.found;
 }
+
+int pr_huge_now(pid_t pid, const struct pr_range *g, size_t k, bool *huge)
+{
+	struct pr_region vec[64];
+	int fd = open_proc(pid, "pagemap", O_RDONLY);
+	if (fd < 0)
+		return fd;
+	for (size_t i = 0; i < k; i++)
+		huge[i] = false;
+	uint64_t at = g[0].start, end = g[0].start + k * SP_2M_SIZE;
+	int ret = 0;
+	while (at < end) {
+		struct pr_scan_arg a = {
+			.size = sizeof a, .start = at, .end = end,
+			.vec = (uint64_t)(uintptr_t)vec, .vec_len = 64,
+			.category_mask = PR_PAGE_IS_HUGE, .return_mask = PR_PAGE_IS_HUGE,
+		};
+		int n = sp_os->ioctl(fd, PR_PAGEMAP_SCAN, &a);
+		if (n < 0) {
+			ret = n;
+			break;
+		}
+		for (int v = 0; v < n; v++)
+			for (uint64_t p = vec[v].start & ~(SP_2M_SIZE - 1); p < vec[v].end; p += SP_2M_SIZE)
+				if (p >= g[0].start && p < end)
+					huge[(p - g[0].start) / SP_2M_SIZE] = true;
+		if (a.walk_end <= at)
+			break;
+		at = a.walk_end;
+	}
+	sp_os->close(fd);
+	return ret;
+}

@@ -149,8 +149,10 @@ void fk_process_madvise_error(int err);
 void fk_pidfd_error(int err);
 /* PAGEMAP_SCAN answered (default) or -ENOTTY, as before Linux 6.7. */
 void fk_pagemap_scan(bool on);
-/* process_madvise ranges asked, and the address of the i-th. */
+/* 2 MiB ranges process_madvise was asked to collapse, and the address of the i-th;
+ * process_madvise calls (the probe of an empty vector included). */
 int fk_collapse_calls(void);
+int fk_process_madvise_calls(void);
 uintptr_t fk_collapse_at(int i);
 /* Time spent in sleep_ns. */
 uint64_t fk_slept_ns(void);

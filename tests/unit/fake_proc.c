@@ -35,7 +35,7 @@ static struct {
 	int madvise_err, pidfd_err;
 	bool no_scan;
 	uint64_t cost, slept;
-	int calls;
+	int calls, syscalls;
 	uintptr_t order[MAX_CALLS];
 } fp;
 
@@ -180,6 +180,7 @@ void fk_process_madvise_error(int err) { fp.madvise_err = err; }
 void fk_pidfd_error(int err) { fp.pidfd_err = err; }
 void fk_pagemap_scan(bool on) { fp.no_scan = !on; }
 int fk_collapse_calls(void) { return fp.calls; }
+int fk_process_madvise_calls(void) { return fp.syscalls; }
 uintptr_t fk_collapse_at(int i) { return i >= 0 && i < fp.calls && i < MAX_CALLS ? fp.order[i] : 0; }
 uint64_t fk_slept_ns(void) { return fp.slept; }
 
@@ -313,11 +314,14 @@ int fkp_pidfd_check(pid_t pid)
 	return p && p->live ? 0 : -ESRCH;
 }
 
-/* process_madvise(MADV_COLLAPSE) of a fake process: as Linux 6.18 answers. */
+/* process_madvise(MADV_COLLAPSE) of a fake process, as Linux 6.18 answers: each 2 MiB
+ * of a range in turn; past a refusal of a range's pages (EINVAL, EAGAIN) it goes on,
+ * at one for want of memory (ENOMEM, EBUSY) it stops; the last refusal is the answer. */
 ssize_t fkp_process_madvise(pid_t pid, const struct iovec *iov, size_t n, int advice,
 			    uint64_t *clock)
 {
 	struct proc *p = proc_of(pid);
+	fp.syscalls++;
 	if (fp.madvise_err)
 		return -fp.madvise_err;
 	if (!p || !p->live)
@@ -326,33 +330,41 @@ ssize_t fkp_process_madvise(pid_t pid, const struct iovec *iov, size_t n, int ad
 		return -EINVAL;
 	ssize_t done = 0;
 	for (size_t i = 0; i < n; i++) {
-		uintptr_t a = (uintptr_t)iov[i].iov_base;
+		uintptr_t lo = (uintptr_t)iov[i].iov_base, hi = lo + iov[i].iov_len;
+		struct pmap *m = pmap_of(p, lo);
+		int last = 0;
 		if (!iov[i].iov_len)
 			continue;
-		if (fp.calls < MAX_CALLS)
-			fp.order[fp.calls] = a;
-		fp.calls++;
-		struct pmap *m = pmap_of(p, a);
-		struct unit *u = unit_of(p, a, true);
-		*clock += u && u->cost ? u->cost : fp.cost;
-		if (!m || m->end < a + iov[i].iov_len)
+		if (!m || m->end < hi)
 			return done ? done : -ENOMEM;
 		if ((m->flags & (FK_NH | FK_FILE)) || p->thp_off || m->perms[3] == 's')
 			return done ? done : -EINVAL;
-		if (u && u->err)
-			return done ? done : -u->err;
-		if (u) {
-			u->huge = true;
-			u->present = 512;
+		for (uintptr_t a = lo; a < hi && p->live; a += TWO_M) {
+			struct unit *u = unit_of(p, a, true);
+			if (fp.calls < MAX_CALLS)
+				fp.order[fp.calls] = a;
+			fp.calls++;
+			*clock += u && u->cost ? u->cost : fp.cost;
+			if (u && u->err) {
+				last = u->err;
+				if (last == ENOMEM || last == EBUSY)
+					break;
+				continue;
+			}
+			if (u) {
+				u->huge = true;
+				u->present = 512;
+			}
+			if (p->after_n && --p->after_n == 0)
+				p->after_fn(pid);
+			if (p->exit_after && --p->exit_after == 0) {
+				p->live = false;
+				fk_pid_remove(pid);
+			}
 		}
+		if (last)
+			return done ? done : -last;
 		done += (ssize_t)iov[i].iov_len;
-		if (p->after_n && --p->after_n == 0)
-			p->after_fn(pid);
-		if (p->exit_after && --p->exit_after == 0) {
-			p->live = false;
-			fk_pid_remove(pid);
-			break;
-		}
 	}
 	return done;
 }
@@ -381,11 +393,12 @@ int fkp_pagemap_scan(pid_t pid, void *argp)
 		if (unit_end > a->end)
 			unit_end = a->end;
 		uint64_t present_end = u ? (at & ~(TWO_M - 1)) + (uint64_t)u->present * PAGE : 0;
-		if (u && present_end > at) {
+		uint64_t cat = (1ull << 3) | (u && u->huge ? 1ull << 6 : 0);
+		if (u && present_end > at && (cat & a->category_mask) == a->category_mask) {
 			if (n == a->vec_len)
 				break;
 			vec[n++] = (struct scan_region){ at, present_end < unit_end ? present_end : unit_end,
-							  (1ull << 3) | (u->huge ? 1ull << 6 : 0) };
+							  cat & a->return_mask };
 		}
 		at = unit_end;
 	}

@@ -33,6 +33,13 @@ static void anon(uintptr_t at, int n, int present, const char *path, int flags)
 		fk_proc_range(PID, at + (uint64_t)i * M2, present, false, false);
 }
 
+/* n mappings of one full range each, a range apart: one call each. */
+static void spread(uintptr_t at, int n)
+{
+	for (int i = 0; i < n; i++)
+		anon(at + 2 * (uint64_t)i * M2, 1, 512, "", 0);
+}
+
 static uint64_t skipped(enum sp_promote_why why)
 {
 	uint64_t n = 0;
@@ -119,18 +126,18 @@ static void test_thp_off(void)
 static void test_range_refusals(void)
 {
 	setup();
-	anon(A, 5, 512, "", 0);
+	spread(A, 5);
 	fk_proc_collapse_err(PID, A + 0 * M2, ENOMEM);
-	fk_proc_collapse_err(PID, A + 1 * M2, EAGAIN);
-	fk_proc_collapse_err(PID, A + 2 * M2, EBUSY);
-	fk_proc_collapse_err(PID, A + 3 * M2, EINVAL);
+	fk_proc_collapse_err(PID, A + 2 * M2, EAGAIN);
+	fk_proc_collapse_err(PID, A + 4 * M2, EBUSY);
+	fk_proc_collapse_err(PID, A + 6 * M2, EINVAL);
 	CHECK_EQ(sp_promote(PID, &o, &r), 1);
 	CHECK_EQ(why_at(A + 0 * M2), SP_PROMOTE_NO_MEMORY);
-	CHECK_EQ(why_at(A + 1 * M2), SP_PROMOTE_BUSY);
-	CHECK_EQ(why_at(A + 2 * M2), SP_PROMOTE_NO_MEMORY);
-	CHECK_EQ(why_at(A + 3 * M2), SP_PROMOTE_REFUSED);
-	CHECK_EQ(why_at(A + 4 * M2), -1);
-	CHECK(fk_proc_huge(PID, A + 4 * M2));
+	CHECK_EQ(why_at(A + 2 * M2), SP_PROMOTE_BUSY);
+	CHECK_EQ(why_at(A + 4 * M2), SP_PROMOTE_NO_MEMORY);
+	CHECK_EQ(why_at(A + 6 * M2), SP_PROMOTE_REFUSED);
+	CHECK_EQ(why_at(A + 8 * M2), -1);
+	CHECK(fk_proc_huge(PID, A + 8 * M2));
 	CHECK_EQ(fk_collapse_calls(), 5);
 	CHECK_EQ(r.tried, 5);
 	bool errs = false;
@@ -138,6 +145,44 @@ static void test_range_refusals(void)
 		errs |= r.skips[i].why == SP_PROMOTE_REFUSED && r.skips[i].err == -EINVAL;
 	CHECK(errs);
 	CHECK(r.backoffs >= 1);
+}
+
+/* Ranges next to each other go in one call; after a refusal, what is huge tells
+ * which were done: past EINVAL the kernel goes on, at ENOMEM it stops. */
+static void test_batches(void)
+{
+	setup();
+	anon(A, 4, 512, "", 0);
+	fk_proc_collapse_err(PID, A + M2, EINVAL);
+	CHECK_EQ(sp_promote(PID, &o, &r), 3);
+	CHECK_EQ(fk_process_madvise_calls(), 2); /* the probe, and one call */
+	CHECK_EQ(why_at(A + M2), SP_PROMOTE_REFUSED);
+	CHECK_EQ(why_at(A), -1);
+	CHECK_EQ(why_at(A + 3 * M2), -1);
+	CHECK(fk_proc_huge(PID, A + 3 * M2));
+
+	setup();
+	anon(A, 4, 512, "", 0);
+	fk_proc_collapse_err(PID, A + M2, ENOMEM);
+	CHECK_EQ(sp_promote(PID, &o, &r), 1);
+	CHECK_EQ(fk_collapse_calls(), 2);
+	CHECK_EQ(skipped(SP_PROMOTE_NO_MEMORY), 3);
+	CHECK(fk_proc_huge(PID, A));
+
+	/* a chunk is one call at most */
+	setup();
+	anon(A, 10, 512, "", 0);
+	o.chunk_bytes = 4 * M2;
+	CHECK_EQ(sp_promote(PID, &o, &r), 10);
+	CHECK_EQ(fk_process_madvise_calls(), 1 + 3);
+	CHECK_EQ(r.chunks, 2);
+
+	/* without PAGEMAP_SCAN a refused call could not tell: one range a call */
+	setup();
+	anon(A, 4, 512, "", 0);
+	fk_pagemap_scan(false);
+	CHECK_EQ(sp_promote(PID, &o, &r), 4);
+	CHECK_EQ(fk_process_madvise_calls(), 1 + 4);
 }
 
 static void unmap_b(pid_t pid)
@@ -155,9 +200,9 @@ static void test_mapping_changed(void)
 	CHECK_EQ(sp_promote(PID, &o, &r), 2);
 	CHECK_EQ(why_at(B), SP_PROMOTE_CHANGED);
 	CHECK_EQ(why_at(B + M2), SP_PROMOTE_CHANGED);
-	/* Unmapped: EINVAL from a VM_NOHUGEPAGE set meanwhile is "changed" too if the
-	 * bounds moved; a refusal on a mapping as it was stays "refused" (above). */
-	CHECK_EQ(fk_collapse_calls(), 4);
+	/* (a refusal on a mapping as it was read stays "refused": above) */
+	CHECK_EQ(fk_collapse_calls(), 2);
+	CHECK_EQ(fk_process_madvise_calls(), 3);
 }
 
 /* The process ends mid-way: the rest is "gone", the pass ends at once. */
@@ -165,6 +210,7 @@ static void test_gone_midway(void)
 {
 	setup();
 	anon(A, 6, 512, "", 0);
+	o.chunk_bytes = M2; /* one range a call */
 	fk_proc_exit_after(PID, 2);
 	CHECK_EQ(sp_promote(PID, &o, &r), 2);
 	CHECK_EQ(r.collapsed, 2);
@@ -326,14 +372,15 @@ static void test_pacing(void)
 	o.pause_ns = 1000000;
 	fk_proc_collapse_cost(100000000); /* 100 ms each: slow */
 	CHECK_EQ(sp_promote(PID, &o, &r), 32);
-	CHECK(r.backoffs >= 10);
-	CHECK(fk_slept_ns() > 10 * calm);
+	CHECK_EQ(r.backoffs, 3);
+	CHECK_EQ(fk_slept_ns(), (2 + 4 + 8) * 1000000ull); /* doubled each time */
+	CHECK(fk_slept_ns() > 4 * calm);
 	CHECK(r.slowest_ns >= 100000000ull);
 
 	setup();
-	anon(A, 12, 512, "", 0);
+	spread(A, 12);
 	for (int i = 0; i < 12; i++)
-		fk_proc_collapse_err(PID, A + (uint64_t)i * M2, ENOMEM);
+		fk_proc_collapse_err(PID, A + 2 * (uint64_t)i * M2, ENOMEM);
 	o.max_failures = 4;
 	CHECK_EQ(sp_promote(PID, &o, &r), 0);
 	CHECK_EQ(fk_collapse_calls(), 4);
@@ -384,6 +431,7 @@ int main(void)
 	RUN(test_mapping_reasons);
 	RUN(test_thp_off);
 	RUN(test_range_refusals);
+	RUN(test_batches);
 	RUN(test_mapping_changed);
 	RUN(test_gone_midway);
 	RUN(test_process_refusals);
