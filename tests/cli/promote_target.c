@@ -95,8 +95,10 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		if (p[i] != pattern(i)) {
 			printf("corrupt at %zu\n", i);
+			free(p);
 			return 3;
 		}
 	printf("intact\n");
+	free(p);
 	return 0;
 }

@@ -281,7 +281,9 @@ test_watch() {
 	start_target 8 || return
 	"$SP" promote --watch 30 "$tpid" >"$tmp/out" 2>"$tmp/err" &
 	spid=$!
-	sleep 0.5
+	# after the first round (a SIGINT during it would leave nothing promoted: exit 1)
+	for _ in $(seq 200); do [ -s "$tmp/out" ] && break; sleep 0.05; done
+	sleep 0.2
 	kill -INT "$spid"
 	for _ in $(seq 60); do kill -0 "$spid" 2>/dev/null || break; sleep 0.05; done
 	if kill -0 "$spid" 2>/dev/null; then
