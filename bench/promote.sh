@@ -18,8 +18,10 @@ AT=${5:-4}
 LATE=$((AT + 8))
 SP=$B/superpage
 G=$B/tests/runtime/common/gups_live
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# the runs' own output is kept there, for a look afterwards
+out=$B/bench/promote
+rm -rf "$out"
+mkdir -p "$out"
 [ -x "$SP" ] && [ -x "$G" ] || { echo "promote.sh: build $SP and $G first (make tests)" >&2; exit 2; }
 
 # Median of the mups of lines with lo <= t < hi.
@@ -89,7 +91,7 @@ for n in $(seq "$R"); do
 			read -r p pc <"$f.promote"
 			rg=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%d/%d" % (d["collapsed"], d["candidates"]))' "$f.json" 2>/dev/null || echo '?')
 			during=$(rate "$AT" "$(awk -v a="$AT" -v p="$p" 'BEGIN {print a + p}')" "$f")
-			late=$(awk -v a="$AT" -v p="$p" -v l="$LATE" 'BEGIN {x = a + p + 1; print x > l ? x : l}')
+			late=$(awk -v a="$AT" -v p="$p" -v l="$LATE" 'BEGIN {x = a + p + 1; print (x > l ? x : l)}')
 		fi
 		printf '%-8s %5s %8s %8s %8s %7s %10s %10s %10s\n' "$v" "$n" "$(rate 0.5 "$AT" "$f")" \
 			"$during" "$(rate "$late" 1e9 "$f")" "$(cat "$f.share")" "$p" "$pc" "$rg"
