@@ -58,4 +58,13 @@ const char *cli_pages(long n);
 /* "2M", "1G", "4K": for page sizes (sp_format_size). */
 const char *cli_page(uint64_t bytes, char *buf, size_t len);
 
+/* superpage promote's output (promote_print.c): a pass over one process as text or as
+ * one line of JSON (round: 1, 2, ... under --watch); the one-line error for a process
+ * that cannot be promoted at all (err: sp_promote's -errno), and its exit status. */
+void promote_print_human(const struct sp_promote_result *r, const char *comm, bool dry,
+			 int round);
+void promote_print_json(const struct sp_promote_result *r, const char *comm, bool dry,
+			int round);
+int promote_say_fatal(pid_t pid, int err);
+
 #endif
