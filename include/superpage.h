@@ -331,6 +331,120 @@ int sp_account_read(pid_t pid, struct sp_account *out);
  * -errno (buf then ""). */
 int sp_comm_read(pid_t pid, char *buf, size_t len);
 
+/* ---------- promote: a running process's memory collapsed onto huge pages ---------- */
+
+/* Why a range of the process was not collapsed (the names are a contract: CLI, JSON). */
+enum sp_promote_why {
+	SP_PROMOTE_FILE = 0,      /* a file's pages: not anonymous memory */
+	SP_PROMOTE_SHARED,        /* shared memory (MAP_SHARED, SysV, memfd) */
+	SP_PROMOTE_SPECIAL,       /* hugetlb already, [vdso] and the like, or no access */
+	SP_PROMOTE_NOHUGEPAGE,    /* MADV_NOHUGEPAGE on the mapping (VmFlags "nh") */
+	SP_PROMOTE_THP_OFF,       /* the process disabled THP (PR_SET_THP_DISABLE) */
+	SP_PROMOTE_SMALL,         /* the mapping holds no whole aligned 2 MiB */
+	SP_PROMOTE_SPARSE,        /* too few of its pages resident: collapsing would bloat */
+	SP_PROMOTE_BUDGET,        /* beyond the budget */
+	SP_PROMOTE_NO_MEMORY,     /* ENOMEM, EBUSY: no free huge page (or the cgroup's limit) */
+	SP_PROMOTE_BUSY,          /* EAGAIN: pages locked or isolated by the kernel just then */
+	SP_PROMOTE_CHANGED,       /* the mapping changed or went away meanwhile */
+	SP_PROMOTE_REFUSED,       /* EINVAL on a range still mapped: pages the kernel will
+	                             not collapse (swapped out, KSM, pinned, ...) */
+	SP_PROMOTE_GONE,          /* the process ended (ESRCH) */
+	SP_PROMOTE_PERMISSION,    /* EPERM/EACCES: needs CAP_SYS_NICE and ptrace read access */
+	SP_PROMOTE_UNSUPPORTED,   /* the kernel has no process_madvise (ENOSYS) or does not
+	                             take MADV_COLLAPSE from another process (EINVAL) */
+	SP_PROMOTE_STOPPED,       /* not tried: the pass stopped (failures in a row, a stop
+	                             request, the process gone) */
+	SP_PROMOTE_WHY_COUNT
+};
+const char *sp_promote_why_name(enum sp_promote_why w); /* "file", "nohugepage", ... */
+/* True for the reasons a later pass may see go away (no_memory, busy, budget, stopped). */
+bool sp_promote_why_transient(enum sp_promote_why w);
+
+/* How the ranges were ranked. */
+enum sp_promote_rank {
+	SP_RANK_RESIDENT = 0,     /* resident share not yet huge, per 2 MiB (PAGEMAP_SCAN) */
+	SP_RANK_MAPPING,          /* the same per mapping (smaps): no PAGEMAP_SCAN here */
+	SP_RANK_HOT,              /* accessed share of the mapping after clear_refs, then
+	                             resident share per 2 MiB */
+};
+const char *sp_promote_rank_name(enum sp_promote_rank r); /* "resident", "mapping", "hot" */
+
+/* A range not collapsed, adjacent ranges with the same reason merged. */
+struct sp_promote_skip {
+	uint64_t start, end;
+	uint64_t resident;        /* its resident bytes not on huge pages when read */
+	enum sp_promote_why why;
+	enum sp_region region;
+	int err;                  /* the kernel's -errno for the refusals it gave, else 0 */
+};
+
+#define SP_PROMOTE_MAX_SKIPS 256
+
+struct sp_promote_options {
+	uint64_t budget_bytes;    /* at most this much collapsed (0: no limit) */
+	double budget_share;      /* or this share of the resident memory (0: no limit) */
+	bool hot;                 /* rank by recent access (clear_refs, then hot_ns later) */
+	uint64_t hot_ns;          /* how long accesses are gathered (default 1 s) */
+	bool dry_run;             /* rank and say, collapse nothing */
+	uint64_t chunk_bytes;     /* collapsed between pauses (default 32 MiB) */
+	uint64_t pause_ns;        /* the pause between chunks (default 5 ms) */
+	uint64_t slow_ns;         /* a collapse slower than this backs off (default 50 ms) */
+	uint64_t max_pause_ns;    /* the backoff's longest pause (default 1 s) */
+	int max_failures;         /* failures for want of memory in a row that stop the
+	                             pass (default 8) */
+	int min_resident_pages;   /* of 512 in a 2 MiB range, at least (default: 512 -
+	                             khugepaged/max_ptes_none, as khugepaged would) */
+	volatile int *stop;       /* set non-zero (a signal handler): stop after the range */
+	/* Ranges not to try, with the reason they are said to be skipped (a --watch
+	 * passes what an earlier pass was refused for good). */
+	const struct sp_promote_skip *avoid;
+	int n_avoid;
+};
+/* The defaults above. */
+void sp_promote_options_default(struct sp_promote_options *o);
+
+struct sp_promote_usage {
+	uint64_t bytes;                /* resident (Rss) when read before */
+	uint64_t huge_before, huge_after;
+};
+
+struct sp_promote_result {
+	pid_t pid;
+	enum sp_promote_rank rank;
+	uint64_t rss_before, huge_before;  /* the whole process, read before and after */
+	uint64_t rss_after, huge_after;
+	struct sp_promote_usage region[SP_REGION_COUNT];
+	uint64_t candidates;           /* 2 MiB ranges that could be collapsed */
+	uint64_t candidate_bytes;      /* their resident bytes not on huge pages */
+	uint64_t budget;               /* bytes the budget allowed (0: no limit) */
+	uint64_t tried, collapsed;     /* ranges asked, ranges the kernel collapsed */
+	uint64_t collapsed_bytes;
+	uint64_t not_done[SP_PROMOTE_WHY_COUNT]; /* resident bytes not collapsed, by why */
+	uint64_t elapsed_ns;           /* the whole call */
+	uint64_t collapse_ns;          /* inside process_madvise */
+	uint64_t slowest_ns;           /* the slowest call, per range in it */
+	uint64_t paused_ns;            /* in pauses between chunks (backoff included) */
+	uint64_t hot_ns;               /* gathering accesses (--hot) */
+	int chunks, backoffs;
+	int fatal;                     /* a refusal for the whole process (-ESRCH, -EPERM,
+	                                  -EACCES, -ENOSYS, -EINVAL), else 0 */
+	int n_skips;
+	uint64_t skips_dropped;        /* skips not listed: the array was full */
+	struct sp_promote_skip skips[SP_PROMOTE_MAX_SKIPS];
+};
+/* Collapses the memory of process pid onto 2 MiB pages with process_madvise(2)
+ * MADV_COLLAPSE: reads its smaps and the residency of each 2 MiB range
+ * (PAGEMAP_SCAN), ranks the aligned 2 MiB ranges of its private anonymous memory
+ * (heap, stacks, anonymous mappings) and collapses them in that order within the
+ * budget (ranges next to each other in one call), in chunks with a pause between
+ * them, backing off when a collapse is slow or fails; no range is asked twice. Fills *r (o NULL: the defaults). Returns the
+ * number of ranges collapsed (or, dry run, that would be tried), or -errno when the
+ * process cannot be promoted at all: -ESRCH (gone), -EACCES/-EPERM (its memory map or
+ * process_madvise refused), -ENOSYS/-EINVAL (no process_madvise, or no MADV_COLLAPSE
+ * through it), -EPROTO (smaps unreadable); r->fatal says the same. Needs
+ * CAP_SYS_NICE and ptrace read access to pid. */
+int sp_promote(pid_t pid, const struct sp_promote_options *o, struct sp_promote_result *r);
+
 /* ---------- options from the environment (SUPERPAGE_*) ---------- */
 
 enum sp_text_mode { SP_TEXT_NO = 0, SP_TEXT_MAIN, SP_TEXT_ALL };

@@ -19,6 +19,7 @@ enum {
 int cmd_status(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+int cmd_promote(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_version(int argc, char **argv);
@@ -26,6 +27,7 @@ int cmd_version(int argc, char **argv);
 void usage_status(void);
 void usage_pool(void);
 void usage_stat(void);
+void usage_promote(void);
 void usage_run(void);
 void usage_bench(void);
 void usage_version(void);
@@ -55,5 +57,14 @@ const char *cli_units(uint64_t bytes, char *buf, size_t len);
 const char *cli_pages(long n);
 /* "2M", "1G", "4K": for page sizes (sp_format_size). */
 const char *cli_page(uint64_t bytes, char *buf, size_t len);
+
+/* superpage promote's output (promote_print.c): a pass over one process as text or as
+ * one line of JSON (round: 1, 2, ... under --watch); the one-line error for a process
+ * that cannot be promoted at all (err: sp_promote's -errno), and its exit status. */
+void promote_print_human(const struct sp_promote_result *r, const char *comm, bool dry,
+			 int round);
+void promote_print_json(const struct sp_promote_result *r, const char *comm, bool dry,
+			int round);
+int promote_say_fatal(pid_t pid, int err);
 
 #endif

@@ -15,6 +15,7 @@ static const struct command commands[] = {
 	{ "status", cmd_status, usage_status },
 	{ "pool", cmd_pool, usage_pool },
 	{ "stat", cmd_stat, usage_stat },
+	{ "promote", cmd_promote, usage_promote },
 	{ "run", cmd_run, usage_run },
 	{ "bench", cmd_bench, usage_bench },
 	{ "version", cmd_version, usage_version },
@@ -32,6 +33,8 @@ static void usage(FILE *f)
 	      "  status [--json]                       what this machine offers and what to fix\n"
 	      "  pool [--size 2M|1G] [--node N] COUNT  set a huge page pool and read it back\n"
 	      "  stat [--json] PID                     how much of a process is on huge pages\n"
+	      "  promote [OPTIONS] PID...              collapse a running process's memory onto\n"
+	      "                                        huge pages\n"
 	      "  run [OPTIONS] [--] CMD [ARGS...]      run a program with its memory on huge pages\n"
 	      "  bench [OPTIONS]                       run the benchmark kernels under each backing\n"
 	      "  version                               print the version\n"

@@ -7,14 +7,7 @@
 
 #include "internal.h"
 
-struct mapping {
-	uintptr_t start, end;
-	char perms[5];
-	bool file;            /* inode not 0 */
-	bool hg, nh;          /* VmFlags: MADV_HUGEPAGE, MADV_NOHUGEPAGE */
-	enum sp_region region;
-	uint64_t rss, anon_huge, shmem_pmd, file_pmd, priv_hugetlb, shared_hugetlb, kernel_page;
-};
+#define mapping sp_smaps_map
 
 enum sp_region sp_region_classify(const char *perms, const char *path)
 {
@@ -94,7 +87,7 @@ static bool parse_header(const char *line, struct mapping *m)
 		s++;
 	m->region = sp_region_classify(m->perms, s);
 	m->rss = m->anon_huge = m->shmem_pmd = m->file_pmd = 0;
-	m->priv_hugetlb = m->shared_hugetlb = m->kernel_page = 0;
+	m->priv_hugetlb = m->shared_hugetlb = m->kernel_page = m->referenced = 0;
 	return true;
 }
 
@@ -133,6 +126,7 @@ static void add_field(struct mapping *m, const char *name, uint64_t bytes)
 		{ "Private_Hugetlb", offsetof(struct mapping, priv_hugetlb) },
 		{ "Shared_Hugetlb", offsetof(struct mapping, shared_hugetlb) },
 		{ "KernelPageSize", offsetof(struct mapping, kernel_page) },
+		{ "Referenced", offsetof(struct mapping, referenced) },
 	};
 	for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
 		if (strcmp(name, fields[i].name) == 0) {
@@ -324,8 +318,28 @@ int sp_smaps_parse(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
 	return sp_smaps_parse_threads(fd, cov, lo, hi, v, NULL);
 }
 
+struct commit_to {
+	struct sp_coverage *cov;
+	uintptr_t lo, hi;
+	struct sp_verify *v;
+};
+
+static int commit_one(const struct sp_smaps_map *m, void *arg)
+{
+	struct commit_to *c = arg;
+	commit(m, c->cov, c->lo, c->hi, c->v);
+	return 0;
+}
+
 int sp_smaps_parse_threads(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
 			   struct sp_verify *v, const struct sp_threads *t)
+{
+	struct commit_to c = { cov, lo, hi, v };
+	return sp_smaps_walk(fd, t, commit_one, &c);
+}
+
+int sp_smaps_walk(int fd, const struct sp_threads *t,
+		  int (*fn)(const struct sp_smaps_map *m, void *arg), void *arg)
 {
 	struct sp_lines l;
 	const char *line;
@@ -337,8 +351,8 @@ int sp_smaps_parse_threads(int fd, struct sp_coverage *cov, uintptr_t lo, uintpt
 		if (parse_header(line, &next)) {
 			if (t && t->n)
 				classify_stack(&next, have ? &cur : NULL, t);
-			if (have)
-				commit(&cur, cov, lo, hi, v);
+			if (have && (r = fn(&cur, arg)) != 0)
+				return r;
 			cur = next;
 			have = true;
 			continue;
@@ -360,8 +374,8 @@ int sp_smaps_parse_threads(int fd, struct sp_coverage *cov, uintptr_t lo, uintpt
 	if (r < 0)
 		return r;
 	if (have)
-		commit(&cur, cov, lo, hi, v);
-	else if (garbage)
+		return fn(&cur, arg);
+	if (garbage)
 		return -EPROTO;
 	return 0;
 }

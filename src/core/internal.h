@@ -64,6 +64,23 @@ int sp_threads_read(pid_t pid, struct sp_threads *t);
  * that holds one of t's stack pointers is SP_REGION_STACK. t may be NULL. */
 int sp_smaps_parse_threads(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
 			   struct sp_verify *v, const struct sp_threads *t);
+/* One mapping of an smaps (or maps) file, as sp_smaps_walk hands it over. */
+struct sp_smaps_map {
+	uintptr_t start, end;
+	char perms[5];
+	bool file;            /* inode not 0 */
+	bool hg, nh;          /* VmFlags: MADV_HUGEPAGE, MADV_NOHUGEPAGE */
+	enum sp_region region;
+	uint64_t rss, anon_huge, shmem_pmd, file_pmd, priv_hugetlb, shared_hugetlb, kernel_page;
+	uint64_t referenced;  /* Referenced: bytes accessed since the last clear_refs */
+};
+/* Streams an smaps file from fd and calls fn once per mapping, with every field of
+ * the mapping read (a maps file gives the headers only: the numbers are 0). t as
+ * for sp_smaps_parse_threads (NULL: no thread stacks told apart). A non-zero value
+ * from fn stops the walk and is returned; else 0, -EPROTO or -errno as
+ * sp_smaps_parse. */
+int sp_smaps_walk(int fd, const struct sp_threads *t,
+		  int (*fn)(const struct sp_smaps_map *m, void *arg), void *arg);
 
 /* ---- cached view of the machine (probe.c) ----
  * The allocator asks this, not the kernel. Filled on first use, re-filled by sp_refresh. */

@@ -143,6 +143,32 @@ static long real_page_size(void)
 	return sysconf(_SC_PAGESIZE);
 }
 
+static int real_pidfd_open(pid_t pid)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_pidfd_open, pid, 0u), e);
+}
+
+static ssize_t real_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice)
+{
+	int e = errno;
+	return sys_ret(syscall(SYS_process_madvise, pidfd, iov, n, advice, 0u), e);
+}
+
+static int real_ioctl(int fd, unsigned long request, void *arg)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_ioctl, fd, request, arg), e);
+}
+
+static void real_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+	int e = errno;
+	nanosleep(&ts, NULL);
+	errno = e;
+}
+
 const struct sp_os sp_os_real = {
 	.open = real_open,
 	.read = real_read,
@@ -160,6 +186,10 @@ const struct sp_os sp_os_real = {
 	.kill0 = real_kill0,
 	.now_ns = real_now_ns,
 	.page_size = real_page_size,
+	.pidfd_open = real_pidfd_open,
+	.process_madvise = real_process_madvise,
+	.ioctl = real_ioctl,
+	.sleep_ns = real_sleep_ns,
 };
 
 const struct sp_os *sp_os = &sp_os_real;

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /* Every function returns a value >= 0 on success or a negative errno value, and
  * leaves errno as it found it. Tests replace the table with a fake kernel. */
@@ -27,6 +28,13 @@ struct sp_os {
 	int (*kill0)(pid_t pid);                      /* kill(pid, 0): does it exist */
 	uint64_t (*now_ns)(void);                     /* CLOCK_MONOTONIC */
 	long (*page_size)(void);
+	/* Another process's memory (promote.c). pidfd_open: an fd that names pid for as
+	 * long as it is open (-ESRCH: gone, -ENOSYS: too old a kernel). */
+	int (*pidfd_open)(pid_t pid);
+	/* process_madvise(pidfd, iov, n, advice, 0): bytes advised, or -errno. */
+	ssize_t (*process_madvise)(int pidfd, const struct iovec *iov, size_t n, int advice);
+	int (*ioctl)(int fd, unsigned long request, void *arg); /* PAGEMAP_SCAN: its value */
+	void (*sleep_ns)(uint64_t ns);                /* a pause (interrupted: it ends early) */
 };
 
 extern const struct sp_os sp_os_real;

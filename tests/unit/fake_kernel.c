@@ -21,12 +21,12 @@
 #define PAGE 4096ul
 #define THP_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
 
-enum { FD_FREE = 0, FD_FILE, FD_DIR, FD_MEMFD };
+enum { FD_FREE = 0, FD_FILE, FD_DIR, FD_MEMFD, FD_PIDFD };
 enum { GEN_NONE = 0, GEN_POOL, GEN_NODE, GEN_SMAPS };
 
 struct file { char *path, *data; size_t len; };
 struct pool { uint64_t size; long total, free, resv, surplus, overcommit, grantable; int fail; };
-struct fd { int kind; bool wr; char *path, *data; size_t len, pos; char name[64]; };
+struct fd { int kind; bool wr; char *path, *data; size_t len, pos; char name[64]; pid_t pid; };
 struct map {
 	uintptr_t start, end;
 	int prot, flags, advice;
@@ -424,7 +424,17 @@ static int fk_open(const char *path, int flags, int mode)
 		ret = -fk.err_path_err;
 		goto out;
 	}
-	if (f) {
+	char *pdata;
+	size_t plen;
+	int pr = f ? 0 : fkp_open(path, &pdata, &plen);
+	if (pr < 0) {
+		ret = pr;
+		goto out;
+	}
+	if (pr > 0) {
+		data.p = pdata;
+		data.len = plen;
+	} else if (f) {
 		data.p = malloc(f->len + 1);
 		memcpy(data.p, f->data, f->len + 1);
 		data.len = f->len;
@@ -561,8 +571,11 @@ static ssize_t fk_write(int fd, const void *buf, size_t len)
 	LOCK();
 	struct fd *d = fd_of(fd);
 	struct file *f = d ? file_of(d->path) : NULL;
+	int pw;
 	if (!d || d->kind != FD_FILE || !d->wr) {
 		ret = -EBADF;
+	} else if ((pw = fkp_write(d->path, buf, len)) != 0) {
+		ret = pw < 0 ? pw : (ssize_t)len;
 	} else if (fk.write_err) {
 		ret = -fk.write_err;
 	} else if (f) {
@@ -944,6 +957,53 @@ out:
 	return ret;
 }
 
+static int fk_pidfd_open(pid_t pid)
+{
+	int ret;
+	LOCK();
+	ret = fkp_pidfd_check(pid);
+	if (ret == 0) {
+		ret = fd_new(FD_PIDFD);
+		if (ret >= 0)
+			fd_of(ret)->pid = pid;
+	}
+	UNLOCK();
+	return ret;
+}
+
+static ssize_t fk_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice)
+{
+	ssize_t ret;
+	LOCK();
+	struct fd *d = fd_of(pidfd);
+	ret = d && d->kind == FD_PIDFD ? fkp_process_madvise(d->pid, iov, n, advice, &fk.clock)
+				       : -EBADF;
+	UNLOCK();
+	return ret;
+}
+
+static int fk_ioctl(int fd, unsigned long request, void *arg)
+{
+	int ret = -ENOTTY, pid, n = 0;
+	LOCK();
+	struct fd *d = fd_of(fd);
+	if (!d)
+		ret = -EBADF;
+	else if (request == 0xc0606610ul && d->path &&
+		 sscanf(d->path, "/proc/%d/pagemap%n", &pid, &n) == 1 && !d->path[n])
+		ret = fkp_pagemap_scan(pid, arg);
+	UNLOCK();
+	return ret;
+}
+
+static void fk_sleep_ns(uint64_t ns)
+{
+	LOCK();
+	fk.clock += ns;
+	fkp_sleep(ns);
+	UNLOCK();
+}
+
 const struct sp_os fk_os = {
 	.open = fk_open,
 	.read = fk_read,
@@ -961,6 +1021,10 @@ const struct sp_os fk_os = {
 	.kill0 = fk_kill0,
 	.now_ns = fk_now_ns,
 	.page_size = fk_page_size,
+	.pidfd_open = fk_pidfd_open,
+	.process_madvise = fk_process_madvise,
+	.ioctl = fk_ioctl,
+	.sleep_ns = fk_sleep_ns,
 };
 
 /* ---------- the control API ---------- */
@@ -996,6 +1060,7 @@ void fk_reset(void)
 	fk.n_maps = n_maps;
 	fk.thp_on_fault = true;
 	fk.clock = 1000ull * 1000000000ull;
+	fkp_reset();
 	pthread_mutex_unlock(&lock);
 }
 
@@ -1235,6 +1300,13 @@ void fk_pid_add(pid_t pid)
 {
 	if (fk.n_pids < MAX_PIDS)
 		fk.pids[fk.n_pids++] = pid;
+}
+
+void fk_pid_remove(pid_t pid)
+{
+	for (int i = 0; i < fk.n_pids; i++)
+		if (fk.pids[i] == pid)
+			fk.pids[i--] = fk.pids[--fk.n_pids];
 }
 
 void fk_clock_set(uint64_t ns) { fk.clock = ns; }

@@ -110,8 +110,62 @@ void fk_memfd_error(int err);
 int fk_memfd_calls(void);
 /* kill0(pid) is 0 for these pids, -ESRCH for any other. */
 void fk_pid_add(pid_t pid);
-/* now_ns: starts at 1000 s, moves only when told. */
+void fk_pid_remove(pid_t pid);
+/* now_ns: starts at 1000 s, moves only when told (and by sleep_ns, and by a collapse's
+ * cost). */
 void fk_clock_set(uint64_t ns);
 void fk_clock_advance(uint64_t ns);
+
+/* ---- other processes, for promote (fake_proc.c) ----
+ * A fake process has mappings and 2 MiB ranges; its /proc/PID/{smaps,maps,status,
+ * pagemap,clear_refs} are generated from them, pidfd_open and process_madvise
+ * (MADV_COLLAPSE) answer as Linux 6.18 does: EINVAL for VM_NOHUGEPAGE, a file, shared
+ * memory or THP disabled by prctl, ENOMEM for a range not mapped, ESRCH once ended. */
+#define FK_NH 1        /* the mapping has VM_NOHUGEPAGE */
+#define FK_FILE 2      /* a file's mapping */
+#define FK_HUGETLB 4   /* hugetlb: KernelPageSize 2048 kB */
+void fk_proc(pid_t pid);
+void fk_proc_exit(pid_t pid);
+void fk_proc_thp_off(pid_t pid, bool off);
+/* It ends after n more collapses. */
+void fk_proc_exit_after(pid_t pid, int n);
+/* fn(pid) runs after n more collapses (in the fake kernel: it may change the process). */
+void fk_proc_after(pid_t pid, int n, void (*fn)(pid_t pid));
+void fk_proc_map(pid_t pid, uintptr_t start, size_t len, const char *perms, const char *path,
+		 int flags);
+void fk_proc_unmap(pid_t pid, uintptr_t start);
+/* The 2 MiB range at a: present base pages (its first ones), on a huge page, touched
+ * during every pause (hot). */
+void fk_proc_range(pid_t pid, uintptr_t a, int present, bool huge, bool hot);
+bool fk_proc_huge(pid_t pid, uintptr_t a);
+/* MADV_COLLAPSE of the range at a fails with -err (0: it succeeds). */
+void fk_proc_collapse_err(pid_t pid, uintptr_t a, int err);
+/* A collapse takes ns of the fake clock; the one at a takes its own. */
+void fk_proc_collapse_cost(uint64_t ns);
+void fk_proc_collapse_cost_at(pid_t pid, uintptr_t a, uint64_t ns);
+/* Every process_madvise fails with -err (ENOSYS, EINVAL, EPERM, EACCES; 0: off). */
+void fk_process_madvise_error(int err);
+/* pidfd_open fails with -err (0: off). */
+void fk_pidfd_error(int err);
+/* PAGEMAP_SCAN answered (default) or -ENOTTY, as before Linux 6.7. */
+void fk_pagemap_scan(bool on);
+/* 2 MiB ranges process_madvise was asked to collapse, and the address of the i-th;
+ * process_madvise calls (the probe of an empty vector included). */
+int fk_collapse_calls(void);
+int fk_process_madvise_calls(void);
+uintptr_t fk_collapse_at(int i);
+/* Time spent in sleep_ns. */
+uint64_t fk_slept_ns(void);
+
+/* fake_kernel.c's hooks into fake_proc.c (called under its lock). */
+void fkp_reset(void);
+int fkp_open(const char *path, char **out, size_t *len);
+int fkp_write(const char *path, const char *buf, size_t len);
+void fkp_sleep(uint64_t ns);
+int fkp_pidfd_check(pid_t pid);
+struct iovec;
+ssize_t fkp_process_madvise(pid_t pid, const struct iovec *iov, size_t n, int advice,
+			    uint64_t *clock);
+int fkp_pagemap_scan(pid_t pid, void *arg);
 
 #endif
