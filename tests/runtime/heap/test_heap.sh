@@ -106,10 +106,10 @@ PY
 }
 
 # The sweep's mixed heap (16 B-8 MiB log-uniform, filled to 256 MiB, every other
-# block freed, filled again): what auto pays against glibc (1.09x when spans of small
+# block freed, filled again): what auto pays against glibc (1.08x when spans of small
 # objects shared units with blocks and blocks took the first free place that held
-# them, 1.04x with kinds apart and the best fit; glibc maps blocks over 128 KiB on
-# their own). A memory bound, not a speed: the figures do not change run to run.
+# them, 1.06x with spans apart, 1.04x with the best fit too; glibc maps blocks over
+# 128 KiB on their own). A memory bound, not a speed: the figures do not change run to run.
 test_mixed_memory() {
 	local name=mixed_memory pk sk sh
 	need_run "$name" || return
