@@ -157,22 +157,17 @@ static void place_in(struct place *best, size_t np, size_t at, size_t t, size_t 
 		*best = p;
 }
 
-/* Whether a stretch for a run of tier t that would begin with FREE unit u (no tail
- * before it, no FREE unit yet) is to begin after it instead: spans of objects leave
- * a block its room to grow (growth_room). */
-static bool keep_room(enum tier t, size_t u, size_t tail, size_t m)
+/* Whether a stretch that would begin with FREE unit u (no tail before it, no FREE
+ * unit yet) is to begin after it instead, sparing (spare) a block its room to grow
+ * (growth_room). */
+static bool keep_room(bool spare, size_t u, size_t tail, size_t m)
 {
-	return t != TIER_BLOCKS && !tail && !m && growth_room(u);
-}
-
-/* keep_room for stretches only if spare: the first pass of find_place. */
-static bool keep_room_if(bool spare, enum tier t, size_t u, size_t tail, size_t m)
-{
-	return spare && keep_room(t, u, tail, m);
+	return spare && !tail && !m && growth_room(u);
 }
 
 /* The best place for a run of np pages of tier t across units, or SIZE_MAX if the
- * range cannot hold it. Under the lock. */
+ * range cannot hold it; spare: no stretch begins in a block's room to grow. Under the
+ * lock. */
 static size_t find_place_spare(size_t np, enum tier t, bool spare)
 {
 	struct place best = { SIZE_MAX, SIZE_MAX, 0, SIZE_MAX };
@@ -180,7 +175,7 @@ static size_t find_place_spare(size_t np, enum tier t, bool spare)
 	for (size_t u = 0; u < pg.frontier; u++) {
 		if (bit(pg.freebits, u)) {
 			size_t e = bits_next(pg.freebits, u, pg.frontier, false);
-			if (keep_room_if(spare, t, u, tail, m))
+			if (keep_room(spare, u, tail, m))
 				at += PAGES_PER_UNIT, u++;
 			m += e - u;
 			u = e - 1;
@@ -196,18 +191,19 @@ static size_t find_place_spare(size_t np, enum tier t, bool spare)
 	}
 	/* The last stretch runs on past the frontier, to the end of the range. */
 	size_t past = pg.max_units - pg.frontier;
-	if (past && keep_room_if(spare, t, pg.frontier, tail, m))
+	if (past && keep_room(spare, pg.frontier, tail, m))
 		at += PAGES_PER_UNIT, past--;
 	place_in(&best, np, at, tail, m + past, 0);
 	return best.page;
 }
 
-/* find_place_spare, sparing blocks their room to grow where the range has another
- * place. */
+/* find_place_spare; spans of objects spare blocks their room to grow where the range
+ * has another place. */
 static size_t find_place(size_t np, enum tier t)
 {
-	size_t p = find_place_spare(np, t, t != TIER_BLOCKS);
-	return p == SIZE_MAX && t != TIER_BLOCKS ? find_place_spare(np, t, false) : p;
+	bool spare = t == TIER_OBJECTS;
+	size_t p = find_place_spare(np, t, spare);
+	return p == SIZE_MAX && spare ? find_place_spare(np, t, false) : p;
 }
 
 /* Whether page p of the range is a free page of a HEAP unit of tier t. */
