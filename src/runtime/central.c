@@ -13,6 +13,7 @@
  * they make new spans. A span's owner changes only under the lock of the list it
  * leaves and of the one it joins; locks are taken slot first, class second. */
 #include <stdatomic.h>
+#include <string.h>
 
 #include "central.h"
 
@@ -23,18 +24,22 @@ struct spanlist {
 	unsigned n;
 };
 
-/* A class's orphans, under its lock. */
+/* A class's orphans, under its lock; whether a thread without a slot made a span of
+ * the class yet. */
 struct class_list {
 	pthread_mutex_t lock;
 	struct spanlist orphans;
+	bool had;
 } __attribute__((aligned(64)));
 
 enum { SLOT_FREE = 0, SLOT_LIVE, SLOT_LEAVING };
-/* A thread's slot: its spans with free objects, one list per class, under its lock. */
+/* A thread's slot: its spans with free objects, one list per class, and the classes
+ * it made a span of since it was claimed, under its lock. */
 struct owner {
 	pthread_mutex_t lock;
 	_Atomic int state;             /* changed under lists.slots_lock */
 	struct spanlist own[NCLASS];   /* under lock */
+	uint64_t had[(NCLASS + 63) / 64];
 } __attribute__((aligned(64)));
 
 /* All-zero is PTHREAD_MUTEX_INITIALIZER for glibc's default mutex. */
@@ -74,17 +79,25 @@ static void span_mark(struct span *s, uint16_t mark)
 {
 	uint16_t *info = &heap_hot.pageinfo[(s->start - heap_hot.base) >> PAGE_SHIFT];
 	for (size_t i = 0; i < s->npages; i++)
-		__atomic_store_n(&info[i], (uint16_t)(mark ? mark | i : 0), __ATOMIC_RELEASE);
+		__atomic_store_n(&info[i], (uint16_t)(mark ? mark | (s->first + i) : 0), __ATOMIC_RELEASE);
 }
 
-static struct span *new_small_span(unsigned cls)
+/* A new span of the class; first: the thread's first, short one (class_first_pages),
+ * which free checks as the last pages of a whole span (its page info's indexes go on
+ * from where the whole span's would be): its objects are those of a whole span that
+ * lie wholly in those pages. */
+static struct span *new_small_span(unsigned cls, bool first)
 {
-	struct span *s = pages_alloc_run(class_pages(cls), 1, SPAN_SMALL);
+	unsigned whole = class_pages(cls), np = first ? class_first_pages(cls) : whole;
+	struct span *s = pages_alloc_run(np, 1, SPAN_SMALL);
 	if (!s)
 		return NULL;
+	size_t size = class_size(cls), skip = (size_t)(whole - np) << PAGE_SHIFT;
+	uintptr_t origin = s->start - skip; /* where a whole span would start */
 	s->cls = (uint8_t)cls;
-	s->bump = s->start;
-	s->end = s->start + class_info[cls].limit;
+	s->first = (uint8_t)(whole - np);
+	s->bump = origin + (skip + size - 1) / size * size;
+	s->end = origin + class_info[cls].limit;
 	s->freelist = NULL;
 	s->used = 0;
 	span_mark(s, (uint16_t)((cls + 1) << 8));
@@ -159,6 +172,7 @@ unsigned central_claim(void)
 		unsigned i = (lists.hint + k) % MAX_OWNERS;
 		if (atomic_load(&lists.slots[i].state) == SLOT_FREE) {
 			atomic_store(&lists.slots[i].state, SLOT_LIVE);
+			memset(lists.slots[i].had, 0, sizeof lists.slots[i].had);
 			lists.hint = i + 1;
 			got = i + 1;
 			break;
@@ -237,6 +251,20 @@ static void take_from(struct span *s, size_t size, unsigned n, void **list, unsi
 	}
 }
 
+/* Whether owner me made a span of class cls since it was claimed; it is said to have
+ * now. Under me's lock. */
+static bool had(unsigned me, unsigned cls)
+{
+	bool *orphans = &lists.classes[cls].had;
+	uint64_t *w = me ? &lists.slots[me - 1].had[cls / 64] : NULL, bit = 1ull << (cls % 64);
+	bool was = w ? (*w & bit) != 0 : *orphans;
+	if (w)
+		*w |= bit;
+	else
+		*orphans = true;
+	return was;
+}
+
 /* From the slot's own spans first, then orphans it adopts, then a new span. */
 unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
 {
@@ -258,9 +286,13 @@ unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
 			}
 			pthread_mutex_unlock(&c->lock);
 		}
+		if (!s && got > 0)
+			break; /* (a new span for the rest of a batch would be a first one half
+				  used up, or a whole one for a few objects) */
 		if (!s) {
+			bool first = !had(me, cls);
 			pthread_mutex_unlock(m);
-			s = new_small_span(cls);
+			s = new_small_span(cls, first);
 			pthread_mutex_lock(m);
 			if (!s)
 				break;

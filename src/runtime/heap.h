@@ -50,6 +50,7 @@ struct class_info {
 };
 extern struct class_info class_info[NCLASS];
 extern unsigned char class_npages[NCLASS];
+extern unsigned char class_first_npages[NCLASS];
 extern unsigned char class_batches[NCLASS];
 extern unsigned char class_by_32[(SMALL_MAX >> 5) + 1];
 extern unsigned char class_by_16[(CLASS_FINE_MAX >> 4) + 1];
@@ -66,6 +67,9 @@ static inline unsigned class_of(size_t size)
 static inline size_t class_size(unsigned c) { return class_info[c].size; }
 /* Pages in one span of the class. */
 static inline unsigned class_pages(unsigned c) { return class_npages[c]; }
+/* Pages in a thread's first span of the class, which holds two objects or more: the
+ * last pages of a span of class_pages (central.c). */
+static inline unsigned class_first_pages(unsigned c) { return class_first_npages[c]; }
 /* Objects moved at once between a thread's cache and the central list. */
 static inline unsigned class_batch(unsigned c) { return class_batches[c]; }
 
@@ -81,6 +85,9 @@ struct span {
 	uint8_t kind;
 	uint8_t cls;           /* SPAN_SMALL */
 	uint8_t clean;         /* memory known to be zero (fresh from the kernel) */
+	uint8_t first;         /* SPAN_SMALL: the index its first page has in the page
+	                          info (nonzero: a thread's first span of the class,
+	                          the last pages of a whole one) */
 	uint16_t owner;        /* SPAN_SMALL: the thread slot whose objects these are
 	                          (1 + its index), 0 for none (central.c) */
 	uintptr_t start;

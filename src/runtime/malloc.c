@@ -383,7 +383,7 @@ static __attribute__((noinline)) void big_free(void *p)
 	if (!s)
 		return;
 	if (s->kind == SPAN_SMALL) {
-		small_free((s->cls + 1u) << 8 | (unsigned)(((uintptr_t)p - s->start) >> PAGE_SHIFT), p);
+		small_free((s->cls + 1u) << 8 | (s->first + (unsigned)(((uintptr_t)p - s->start) >> PAGE_SHIFT)), p);
 		return;
 	}
 	if (s->kind == SPAN_FIT) {

@@ -324,6 +324,71 @@ static void realloc_freed(void)
 	(void)p;
 }
 
+/* A thread's first span of a class is short (class_first_pages: two objects or more,
+ * not 16 KiB or more), its next ones whole; free checks a pointer into the short
+ * span's head, before its first object, as inside a block (its page info goes on
+ * from where a whole span's would be). */
+static uintptr_t short_head;
+static void *short_kept; /* the span's first object, kept so that the span stays */
+
+static void *first_spans(void *arg)
+{
+	size_t n = (size_t)(uintptr_t)arg, made = 0, whole = 0, bad = 0;
+	unsigned c = class_of(n);
+	void *o[24];
+	for (int i = 0; i < 24; i++) {
+		o[i] = rt_malloc(n);
+		bool in_range;
+		struct span *s = o[i] ? pages_lookup(o[i], &in_range) : NULL;
+		if (!s || s->kind != SPAN_SMALL || s->cls != c) {
+			bad++;
+			continue;
+		}
+		memset(o[i], i + 1, n);
+		if (i == 0) {
+			made = s->npages == class_first_pages(c) && s->first == class_pages(c) - s->npages;
+			short_head = s->start;
+		} else if (s->first == 0) {
+			whole += s->npages == class_pages(c);
+		}
+	}
+	for (int i = 0; i < 24; i++) {
+		if (o[i] && ((unsigned char *)o[i])[n - 1] != i + 1)
+			bad++;
+		if (i > 0)
+			rt_free(o[i]);
+	}
+	short_kept = o[0];
+	return (void *)(uintptr_t)(bad ? 0 : made + (whole > 0) * 2);
+}
+
+static void free_short_head(void)
+{
+	rt_free((void *)short_head);
+}
+
+static void test_first_span_short(void)
+{
+	/* (classes no test before uses: a thread adopts the spans of exited threads
+	 * before it makes one) */
+	const size_t sizes[] = { 2950, 600 };
+	for (int k = 0; k < 2; k++) {
+		unsigned c = class_of(sizes[k]);
+		CHECK(class_first_pages(c) < class_pages(c));
+		pthread_t t;
+		void *r;
+		pthread_create(&t, NULL, first_spans, (void *)(uintptr_t)sizes[k]);
+		pthread_join(t, &r);
+		CHECK_EQ((uintptr_t)r, 3); /* short first span, a whole one after */
+		size_t skip = (size_t)(class_pages(c) - class_first_pages(c)) * PAGE_SIZE;
+		if (skip % class_size(c)) { /* the head is no object's */
+			int st = child_status(free_short_head);
+			CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+		}
+		rt_free(short_kept);
+	}
+}
+
 static void test_bad_frees_abort(void)
 {
 	void (*const bad[])(void) = { double_free, inner_pointer, inner_small_pointer,
@@ -803,6 +868,7 @@ int main(void)
 	RUN(test_alignment);
 	RUN(test_units_given_back);
 	RUN(test_objects_apart_from_blocks);
+	RUN(test_first_span_short);
 	RUN(test_calloc_zeroes);
 	RUN(test_bad_frees_abort);
 	RUN(test_stale_mark_not_freed);
