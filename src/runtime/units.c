@@ -193,6 +193,25 @@ void pages_stats(struct rt_stats *st)
  * and the page map, and compares: the first difference found (*unit: where), or
  * NULL. For the tests, after each step of a random sequence; it walks every page,
  * under the lock. */
+/* A span of objects agrees with its class: whole, or a thread's first (the last
+ * class_first_pages of a whole one); its objects end where a whole span's do, and its
+ * pages' info is its class and their indexes in a whole span (what free checks). */
+static bool small_span_ok(const struct span *s)
+{
+	unsigned c = s->cls;
+	if (c >= NCLASS || s->npages + s->first != class_pages(c) ||
+	    (s->first && s->npages != class_first_pages(c)))
+		return false;
+	uintptr_t origin = s->start - ((uintptr_t)s->first << PAGE_SHIFT);
+	if (s->end != origin + class_info[c].limit || s->bump > s->end)
+		return false;
+	const uint16_t *info = &heap_hot.pageinfo[page_of(s->start)];
+	for (size_t i = 0; i < s->npages; i++)
+		if (__atomic_load_n(&info[i], __ATOMIC_RELAXED) != ((c + 1) << 8 | (s->first + i)))
+			return false;
+	return true;
+}
+
 const char *pages_check(size_t *unit)
 {
 	const char *bad = NULL;
@@ -260,6 +279,10 @@ const char *pages_check(size_t *unit)
 		bad_u = p / PAGES_PER_UNIT;
 		if (s->magic != SPAN_MAGIC) {
 			bad = "the page map holds a span that is not one";
+			break;
+		}
+		if (s->kind == SPAN_SMALL && !small_span_ok(s)) {
+			bad = "a span of objects disagrees with its class or its pages' info";
 			break;
 		}
 		spanned += s->npages;
