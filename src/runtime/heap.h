@@ -131,8 +131,9 @@ bool pages_resize_run(struct span *s, size_t npages);
  * 1 MiB; up to 128 MiB where whole units would round it up by more than 1/64),
  * false if it is a LARGE one of whole units. */
 bool pages_is_run(size_t size, size_t align);
-/* The page heap's counts and lists recomputed and compared (for the tests): the
- * first difference found, *unit where; NULL if none. */
+/* The page heap's counts and lists recomputed and compared, and every span of
+ * objects against its class and page info (for the tests): the first difference
+ * found, *unit where; NULL if none. */
 const char *pages_check(size_t *unit);
 /* Resizes a LARGE or OUTSIDE span in place or by moving its pages (s->start then
  * changes); false if it cannot (the caller copies). */
