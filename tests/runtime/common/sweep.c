@@ -6,7 +6,9 @@
  * block and fills TOTAL again: the memory a heap of many sizes that churns pays.
  * Plain C: run it under any malloc.
  *
- * usage: sweep SIZE|mixed [TOTAL]   (TOTAL default 256 MiB; sizes take K, M, G)
+ * usage: sweep SIZE|mixed [TOTAL [DRAW]]   (TOTAL default 256 MiB; sizes take K, M, G;
+ *        DRAW, default 0: another sequence of mixed sizes, the seed xor-ed with DRAW
+ *        times 0x9e3779b97f4a7c15)
  * prints: size=S blocks=N data_kb=D rss_kb=R huge_kb=H */
 #include <fcntl.h>
 #include <stdint.h>
@@ -82,8 +84,8 @@ static void fill(unsigned char *p, size_t n, size_t i)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: sweep SIZE|mixed [TOTAL]\n");
+	if (argc < 2 || argc > 4) {
+		fprintf(stderr, "usage: sweep SIZE|mixed [TOTAL [DRAW]]\n");
 		return 2;
 	}
 	int mixed = !strcmp(argv[1], "mixed");
@@ -92,6 +94,15 @@ int main(int argc, char **argv)
 	if ((!mixed && size == 0) || total == 0) {
 		fprintf(stderr, "sweep: bad size '%s'\n", size == 0 && !mixed ? argv[1] : argv[2]);
 		return 2;
+	}
+	if (argc > 3) {
+		char *end;
+		unsigned long long draw = strtoull(argv[3], &end, 10);
+		if (*end || end == argv[3]) {
+			fprintf(stderr, "sweep: bad draw '%s'\n", argv[3]);
+			return 2;
+		}
+		rng ^= draw * 0x9e3779b97f4a7c15ull;
 	}
 	size_t cap = mixed ? (size_t)1 << 20 : total / size > 8 ? total / size : 8;
 	unsigned char **blk = malloc(cap * sizeof *blk);
