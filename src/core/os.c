@@ -169,6 +169,12 @@ static void real_sleep_ns(uint64_t ns)
 	errno = e;
 }
 
+static int real_mincore(void *addr, size_t len, unsigned char *vec)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_mincore, addr, len, vec), e);
+}
+
 const struct sp_os sp_os_real = {
 	.open = real_open,
 	.read = real_read,
@@ -190,6 +196,7 @@ const struct sp_os sp_os_real = {
 	.process_madvise = real_process_madvise,
 	.ioctl = real_ioctl,
 	.sleep_ns = real_sleep_ns,
+	.mincore = real_mincore,
 };
 
 const struct sp_os *sp_os = &sp_os_real;

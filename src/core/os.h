@@ -35,6 +35,9 @@ struct sp_os {
 	ssize_t (*process_madvise)(int pidfd, const struct iovec *iov, size_t n, int advice);
 	int (*ioctl)(int fd, unsigned long request, void *arg); /* PAGEMAP_SCAN: its value */
 	void (*sleep_ns)(uint64_t ns);                /* a pause (interrupted: it ends early) */
+	/* mincore(2): a byte per page of [addr, addr+len), bit 0 set if resident;
+	 * 0 or -errno. */
+	int (*mincore)(void *addr, size_t len, unsigned char *vec);
 };
 
 extern const struct sp_os sp_os_real;

@@ -107,11 +107,55 @@ int range_advice(void)
 	return MADV_HUGEPAGE;
 }
 
-/* The heap has grown big: THP from now on for all of it, and the units in use are
- * collapsed into huge pages now rather than whenever khugepaged comes by. Runs
- * after an allocation, without the lock. */
+/* Whether auto's heap, on base pages still, of DENSE_UNITS or more and no larger for
+ * DENSE_NS, has so few of its units' pages not resident (a 16th) that THP costs it
+ * no more memory than at PROMOTE_UNITS, where the last partly used unit of each tier
+ * is a 16th of the heap: a heap that churns has touched nearly all of its units. The
+ * mixed malloc kernel's heap (17 units, 2 threads) had 3.4% of its pages not
+ * resident, and ran at 0.8x mimalloc's speed on base pages, 1.3x on THP. Looks at
+ * most every DENSE_NS; without the lock (the units' states are read under it). */
+static bool heap_dense(void)
+{
+	static uint64_t peak_seen; /* (under the dense_at exchange) */
+	uint64_t now = sp_os->now_ns(), at = atomic_load_explicit(&pg.dense_at, memory_order_relaxed);
+	if (now - at < DENSE_NS || !sp_os->mincore ||
+	    !atomic_compare_exchange_strong(&pg.dense_at, &at, now))
+		return false;
+	size_t in[PROMOTE_UNITS], n = 0;
+	pthread_mutex_lock(&pg.lock);
+	bool grew = pg.st.units_peak != peak_seen;
+	peak_seen = pg.st.units_peak;
+	for (size_t u = 0; u < pg.frontier && n < PROMOTE_UNITS && !grew; u++)
+		if ((pg.units[u].state == U_HEAP && !pg.units[u].mapping) || pg.units[u].state == U_LARGE)
+			in[n++] = u;
+	pthread_mutex_unlock(&pg.lock);
+	if (n < DENSE_UNITS)
+		return false;
+	unsigned char vec[PAGES_PER_UNIT];
+	size_t absent = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* (A unit given back meanwhile reads as not resident: no promotion for it.) */
+		if (sp_os->mincore((void *)unit_addr(in[i]), UNIT_SIZE, vec) < 0)
+			return false;
+		for (size_t p = 0; p < PAGES_PER_UNIT; p++)
+			absent += !(vec[p] & 1);
+		if (absent * 16 > n * PAGES_PER_UNIT)
+			return false;
+	}
+	rt_verbose(2, "the heap's %zu units are resident but for %zu pages: on THP from now on", n,
+		   absent);
+	return true;
+}
+
+/* The heap has grown big, or dense (heap_dense): THP from now on for all of it, and
+ * the units in use are collapsed into huge pages now rather than whenever khugepaged
+ * comes by. Runs after an allocation, without the lock. */
 void maybe_promote(void)
 {
+	if (pg.small_first && !atomic_load_explicit(&pg.promoted, memory_order_relaxed) &&
+	    !atomic_load_explicit(&pg.promote_pending, memory_order_relaxed) &&
+	    __atomic_load_n(&pg.st.units[SP_BACKING_4K], __ATOMIC_RELAXED) >= DENSE_UNITS && heap_dense())
+		atomic_store(&pg.promote_pending, true);
 	if (!atomic_exchange(&pg.promote_pending, false) || atomic_exchange(&pg.promoted, true))
 		return;
 	pthread_mutex_lock(&pg.lock);

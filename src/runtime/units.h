@@ -24,6 +24,12 @@ enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, NTIER };
  * huge pages to pay (a small program would only pay their memory: a unit touched
  * once is a whole 2 MiB resident); --backing thp starts on THP. */
 #define PROMOTE_UNITS 32    /* 64 MiB of heap */
+/* ... or, from DENSE_UNITS on, once its units are all but resident on base pages
+ * already (all but a 16th of their pages) and it grew no more for DENSE_NS: THP
+ * costs it no more memory then than at PROMOTE_UNITS (backing.c). 16 MiB: beyond
+ * what an L2 TLB of 3072 entries (this machine's) reaches on 4 KiB pages. */
+#define DENSE_UNITS 8
+#define DENSE_NS 50000000ull /* 50 ms */
 
 struct unit {
 	uint64_t free[PAGES_PER_UNIT / 64]; /* HEAP: 1 = free page */
@@ -79,6 +85,7 @@ struct pages {
 	enum sp_backing policy, map_rung;
 	bool small_first;
 	_Atomic bool promoted, promote_pending;
+	_Atomic uint64_t dense_at; /* when auto last looked whether the heap is dense */
 	struct page_counts st;
 };
 extern struct pages pg;

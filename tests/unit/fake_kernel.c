@@ -1004,6 +1004,12 @@ static void fk_sleep_ns(uint64_t ns)
 	UNLOCK();
 }
 
+/* The fake's mappings are real memory: what the kernel says of it. */
+static int fk_mincore(void *addr, size_t len, unsigned char *vec)
+{
+	return mincore(addr, len, vec) ? -errno : 0;
+}
+
 const struct sp_os fk_os = {
 	.open = fk_open,
 	.read = fk_read,
@@ -1025,6 +1031,7 @@ const struct sp_os fk_os = {
 	.process_madvise = fk_process_madvise,
 	.ioctl = fk_ioctl,
 	.sleep_ns = fk_sleep_ns,
+	.mincore = fk_mincore,
 };
 
 /* ---------- the control API ---------- */

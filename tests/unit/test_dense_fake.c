@@ -1,0 +1,104 @@
+/* test_dense_fake.c - auto's heap on the fake kernel (its memory is real: mincore says
+ * what is resident), below the 64 MiB at which auto puts any heap on THP: a heap of
+ * 8 units or more whose pages were mostly never touched stays on base pages; once
+ * they are all but resident, and the heap grew no more for DENSE_NS, it goes on THP
+ * (it costs no memory then). The fake kernel is in place before the runtime starts:
+ * a constructor of a higher priority than the runtime's. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "check.h"
+#include "fake_kernel.h"
+#include "heap.h"
+#include "internal.h"
+#include "units.h"
+
+#define MB ((size_t)1 << 20)
+#define NBLK 20
+#define BLK (3 * MB / 2) /* a run of pages across units: 1.5 MiB, 20 of them 15 units */
+#define LAST (395 * MB / 100) /* two whole units, with the objects' unit a 16th free */
+
+__attribute__((constructor(101))) static void on_fake_kernel(void)
+{
+	fk_reset();
+	fk_machine_default();
+	fk_install();
+	setenv("SUPERPAGE_BACKING", "auto", 1);
+}
+
+static uint64_t units_on(enum sp_backing b)
+{
+	struct rt_stats st;
+	rt_stats_get(&st);
+	return st.units[b];
+}
+
+/* Time passes and the page heap places a run (auto looks whether the heap is dense
+ * after such an allocation), looks times. */
+static void time_passes(int looks)
+{
+	for (int i = 0; i < looks; i++) {
+		fk_clock_advance(2 * DENSE_NS);
+		void *p = rt_malloc(200 * 1024);
+		CHECK(p != NULL);
+		rt_free(p);
+	}
+}
+
+static void test_dense_heap_promoted(void)
+{
+	static unsigned char *b[NBLK + 1];
+	CHECK(rt_init());
+	/* (The fake's memory is the real kernel's: on base pages, whatever THP mode the
+	 * machine is in, or a test that sets "always" for a while makes it resident.) */
+	uintptr_t lo, hi;
+	pages_range(&lo, &hi);
+	CHECK(madvise((void *)lo, hi - lo, MADV_NOHUGEPAGE) == 0);
+	for (int i = 0; i < NBLK; i++) {
+		b[i] = rt_malloc(BLK);
+		CHECK(b[i] != NULL);
+		if (!b[i])
+			return;
+		b[i][0] = (unsigned char)(i + 1); /* one page of each touched */
+	}
+	uint64_t base = units_on(SP_BACKING_4K);
+	CHECK(base >= DENSE_UNITS && base < PROMOTE_UNITS);
+	time_passes(2);
+	/* Mostly never touched: THP would make every unit resident whole. */
+	CHECK_EQ(units_on(SP_BACKING_THP), 0);
+	CHECK_EQ(fk_madvise_calls(MADV_COLLAPSE), 0);
+	for (int i = 0; i < NBLK; i++)
+		memset(b[i] + 1, i + 1, BLK - 1);
+	/* All but resident (but for the unit of the heap's few small objects), but it
+	 * grew since the last look: not yet. */
+	b[NBLK] = rt_malloc(LAST);
+	CHECK(b[NBLK] != NULL);
+	if (!b[NBLK])
+		return;
+	memset(b[NBLK], NBLK + 1, LAST);
+	CHECK(units_on(SP_BACKING_4K) > base);
+	time_passes(1);
+	CHECK_EQ(units_on(SP_BACKING_THP), 0);
+	/* It held: on THP, the units collapsed, every byte kept. */
+	time_passes(1);
+	CHECK_EQ(units_on(SP_BACKING_4K), 0);
+	CHECK(units_on(SP_BACKING_THP) >= base);
+	CHECK(fk_madvise_calls(MADV_COLLAPSE) >= (int)base);
+	size_t wrong = 0;
+	for (int i = 0; i <= NBLK; i++) {
+		for (size_t k = 0; k < (i < NBLK ? BLK : LAST); k += 4096)
+			wrong += b[i][k] != (unsigned char)(i + 1);
+		rt_free(b[i]);
+	}
+	CHECK_EQ(wrong, 0);
+}
+
+int main(void)
+{
+	RUN(test_dense_heap_promoted);
+	fk_uninstall();
+	return CHECK_DONE();
+}
