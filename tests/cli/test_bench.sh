@@ -249,9 +249,10 @@ sys.exit(0 if r["4k"]["valid"] and r["4k"]["coverage"] < 0.01 and not r["1g"]["v
 
 # The promote case: under the promote column the kernel runs plain and is promoted
 # between its passes: before on base pages, after on huge pages; under the others it
-# runs as any kernel. Without CAP_SYS_NICE the column is skipped and says why.
+# runs as any kernel. Under THP "always" a plain kernel starts on huge pages: THP is
+# set to madvise for the test, and put back.
 test_promote_rows() {
-	local name=bench_promote_rows why cap
+	local name=bench_promote_rows why cap f=/sys/kernel/mm/transparent_hugepage/enabled
 	if [ -n "$no_preload" ]; then
 		skip $name "$no_preload"
 		return
@@ -265,7 +266,16 @@ test_promote_rows() {
 		skip $name "needs CAP_SYS_NICE (root) to promote another process"
 		return
 	fi
+	if [ "$(sed -n 's/.*\[\(.*\)\].*/\1/p' $f 2>/dev/null)" = always ]; then
+		set_sysfs $f madvise
+		if ! grep -q '\[madvise\]' $f; then
+			restore
+			skip $name "THP is 'always' and cannot be set to madvise"
+			return
+		fi
+	fi
 	sp bench --kernel promote=64M --backing thp --repeat 1 --json "$tmp/pr.json"
+	restore
 	if [ "$rc" != 0 ]; then
 		fail $name "exit $rc: $(oneline "$tmp/err")"
 		return
@@ -288,8 +298,15 @@ PY
 	[ -n "$why" ] || grep -q '^promote/after  *64M ' "$tmp/out" ||
 		why="the table has no promote/after line: $(oneline "$tmp/out")"
 	if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
+}
 
-	name=bench_promote_no_cap
+# Without CAP_SYS_NICE the promote column is skipped and says why.
+test_promote_no_cap() {
+	local name=bench_promote_no_cap
+	if [ -n "$no_preload" ]; then
+		skip $name "$no_preload"
+		return
+	fi
 	if ! command -v setpriv >/dev/null 2>&1; then
 		skip $name "no setpriv (util-linux) to drop CAP_SYS_NICE"
 		return
@@ -452,6 +469,7 @@ test_kernels_ideal
 test_itlb
 test_itlb_rows
 test_promote_rows
+test_promote_no_cap
 test_bad_args
 test_run_json
 test_skip_marked
