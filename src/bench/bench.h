@@ -117,6 +117,9 @@ struct bench_kernel {
 	                          the pages of its text, not its data; no ideal (sp_alloc has
 	                          no text), no 1g (text is not put on 1 GiB pages) */
 	bool x86_64;           /* built on x86-64 only */
+	bool promote;          /* prints a result, then runs on until the promote variant
+	                          has promoted it (SIGUSR1), then the same work again: the
+	                          only kernel the promote variant runs */
 	enum bench_walk walk;  /* its size is a matrix order n and it walks columns (n pages
 	                          of 4K), or it goes to random pages, or it streams */
 	bool curve;            /* its rows make the SVG's working-set curve (time per load
@@ -140,7 +143,9 @@ uint64_t bench_kernel_bytes(const struct bench_kernel *k, uint64_t size);
 #define BENCH_MAX_ROWS 1024
 #define BENCH_RUN_TIMEOUT_S 900
 
-enum bench_how { BENCH_HOW_RUN, BENCH_HOW_IDEAL, BENCH_HOW_PEER, BENCH_HOW_SYSFS };
+/* PROMOTE: the kernel run plain (THP as the machine has it, no advice), promoted with
+ * sp_promote once it has printed its first result line, then told so with SIGUSR1. */
+enum bench_how { BENCH_HOW_RUN, BENCH_HOW_IDEAL, BENCH_HOW_PEER, BENCH_HOW_SYSFS, BENCH_HOW_PROMOTE };
 
 struct bench_variant {
 	char name[24];
@@ -187,6 +192,8 @@ int bench_plan_backings(struct bench *b, const char *list, char *err, size_t len
 int bench_plan_kernels(struct bench *b, const char *list, char *err, size_t len);
 /* Every kernel that runs here (with --quick, those that have quick sizes). */
 int bench_plan_all(struct bench *b, char *err, size_t len);
+/* The promote variant, when a kernel of the plan is one to promote (its only runs). */
+void bench_plan_promote(struct bench *b);
 /* The peers: glibc's hugetlb tunables, mimalloc, jemalloc, the ideal builds, the
  * system's THP "always". */
 void bench_plan_peers(struct bench *b);

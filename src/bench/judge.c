@@ -18,6 +18,14 @@ static bool judge(const struct bench_variant *v, const struct bench_memory *m, d
 
 	*cov = huge > 1 ? 1 : huge;
 	why[0] = 0;
+	if (v->how == BENCH_HOW_PROMOTE) {
+		/* At its exit: after the promotion. */
+		*wanted = *cov;
+		if (*cov >= 0.9)
+			return true;
+		snprintf(why, len, "only %.0f%% of the data on huge pages after promote", 100 * *cov);
+		return false;
+	}
 	if (v->how == BENCH_HOW_PEER || v->how == BENCH_HOW_SYSFS) {
 		*wanted = *cov;
 		return true;
@@ -174,6 +182,24 @@ static void record_failed(struct bench *b, const struct bench_item *it,
 		b->failures++;
 }
 
+/* A promote run's lines printed before its promotion: they ran on the pages it had
+ * before, which are to be base pages. */
+static bool judge_before(const struct run_out *o, double *cov, double *wanted, char *why,
+			 size_t len)
+{
+	*cov = o->cov_before;
+	*wanted = 1 - *cov;
+	why[0] = 0;
+	if (o->promote_err[0]) {
+		snprintf(why, len, "%s", o->promote_err);
+		return false;
+	}
+	if (*cov < 0.01)
+		return true;
+	snprintf(why, len, "%.0f%% of the data on huge pages before promote", 100 * *cov);
+	return false;
+}
+
 void bench_record(struct bench *b, const struct bench_item *it, const struct bench_variant *v,
 		  const struct run_out *o, long (*minflts)[BENCH_MAX_REPEAT])
 {
@@ -193,6 +219,10 @@ void bench_record(struct bench *b, const struct bench_item *it, const struct ben
 						      &cov, &wanted, why, sizeof why);
 		else
 			ok_backing = judge(v, &o->mem, &cov, &wanted, why, sizeof why);
+		if (o->promote_err[0] && ok_backing) {
+			snprintf(why, sizeof why, "%s", o->promote_err);
+			ok_backing = false;
+		}
 		if (it->k->allocator)
 			ok_backing = true;
 	} else
@@ -200,6 +230,13 @@ void bench_record(struct bench *b, const struct bench_item *it, const struct ben
 	for (int i = 0; i < o->nlines; i++) {
 		const struct bench_line *l = &o->lines[i];
 		struct bench_row *r;
+		double lcov = cov, lwanted = wanted;
+		bool lok = ok_backing;
+		char lwhy[160];
+
+		snprintf(lwhy, sizeof lwhy, "%s", why);
+		if (o->promoted && i < o->lines_before)
+			lok = judge_before(o, &lcov, &lwanted, lwhy, sizeof lwhy);
 
 		r = find_row(b, l->name, it->dec, v->name);
 		if (!r)
@@ -219,18 +256,21 @@ void bench_record(struct bench *b, const struct bench_item *it, const struct ben
 			row_invalid(r, why);
 			continue;
 		}
-		if (cov < r->coverage)
-			r->coverage = cov;
-		if (wanted < r->cov_wanted)
-			r->cov_wanted = wanted;
-		if (!ok_backing)
-			row_invalid(r, why);
+		if (lcov < r->coverage)
+			r->coverage = lcov;
+		if (lwanted < r->cov_wanted)
+			r->cov_wanted = lwanted;
+		if (!lok)
+			row_invalid(r, lwhy);
 	}
 }
 
 const char *bench_not_for(const struct bench_kernel *k, const struct bench_variant *v)
 {
 	if (k->text && v->how == BENCH_HOW_IDEAL)
+		return "";
+	/* The promote variant runs the kernel made for it, and it alone. */
+	if (v->how == BENCH_HOW_PROMOTE && !k->promote)
 		return "";
 	if (k->text && v->how == BENCH_HOW_RUN && !strcmp(v->backing, "1g"))
 		return "text is not put on 1 GiB pages";

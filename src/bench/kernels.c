@@ -45,6 +45,11 @@ static const struct bench_kernel kernels[] = {
 	{ "fault", "4G", "1G", BENCH_EST_BYTES, 1, .walk = S,
 	  .about = "the first touch of fresh memory: the cost of its page faults (a 2M page is "
 		   "one fault where 4K pages are 512)" },
+	/* Not in --quick unless named: each run is two passes and a promotion. */
+	{ "promote", "1G", NULL, BENCH_EST_BYTES, 1, .walk = R, .promote = true,
+	  .about = "gups's updates timed before and after superpage promote collapsed the "
+		   "running kernel's table onto huge pages (the promote column: run plain, "
+		   "promoted between its passes)" },
 	/* Not in --quick: make bench puts mallocs side by side with bench/compare.sh. */
 	{ "malloc", "1 2", NULL, BENCH_EST_POINTS, 0, .allocator = true, .walk = S,
 	  .about = "malloc and free themselves (mixed sizes, hand-offs, realloc)" },

@@ -30,6 +30,10 @@ void bench_check_offer(struct bench *b)
 		struct sp_pool p;
 		uint64_t ps;
 
+		if (!v->skip && v->how == BENCH_HOW_PROMOTE && bench_promote_unavailable()) {
+			v->skip = true;
+			snprintf(v->why, sizeof v->why, "%s", bench_promote_unavailable());
+		}
 		if (v->skip || !v->backing)
 			continue;
 		if (!strcmp(v->backing, "thp") && !strcmp(thp, "never")) {

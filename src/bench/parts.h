@@ -22,7 +22,21 @@ struct run_out {
 	int status;       /* the wait status */
 	bool timed_out;
 	char err[256];    /* the last lines of its stderr */
+	/* the promote variant's promotion (promote.c): */
+	bool promoted;    /* sp_promote was called on it */
+	int lines_before; /* result lines printed before it */
+	double cov_before, cov_after; /* share of its data (heap, anonymous) on huge pages */
+	double promote_s; /* the call's wall time */
+	char promote_err[96]; /* why it could not be promoted at all, "" if it could */
 };
+
+/* ---------- the promote variant's promotion (promote.c) ---------- */
+
+/* Promotes the running kernel pid (sp_promote with its defaults), records what it got in
+ * o, says so on stderr, and sends the kernel SIGUSR1 (also when it failed). */
+void bench_promote_child(pid_t pid, struct run_out *o);
+/* Why this process cannot promote another here (a reason), or NULL if it can. */
+const char *bench_promote_unavailable(void);
 
 /* Why kernel k is not run under v: a reason, "" if it gets no row at all (there is no
  * ideal build of a text kernel), or NULL if it is run. */

@@ -77,6 +77,15 @@ void bench_plan_peers(struct bench *b)
 	}
 }
 
+void bench_plan_promote(struct bench *b)
+{
+	for (int i = 0; i < b->nitems; i++)
+		if (b->items[i].k->promote) {
+			add_variant(b, "promote", BENCH_HOW_PROMOTE, NULL);
+			return;
+		}
+}
+
 /* One item of kernel k at the size p[0..n). */
 static int plan_size(struct bench *b, const struct bench_kernel *k, const char *p, size_t n,
 		     char *err, size_t len)

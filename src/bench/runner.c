@@ -58,14 +58,20 @@ static void child_env(const struct bench_variant *v)
 	unsetenv("GLIBC_TUNABLES");
 	if (v->how == BENCH_HOW_IDEAL)
 		setenv("BENCH_IDEAL", v->backing, 1);
+	if (v->how == BENCH_HOW_PROMOTE)
+		setenv("BENCH_PROMOTE", "1", 1);
+	else
+		unsetenv("BENCH_PROMOTE");
 	for (int i = 0; i < 4 && v->env[i]; i++)
 		putenv((char *)v->env[i]);
 	if (v->lib[0])
 		setenv("LD_PRELOAD", v->lib, 1);
 }
 
-/* Reads the kernel's stdout line by line into o, until EOF or the time limit. */
-static void read_output(int fd, struct run_out *o)
+/* Reads the kernel's stdout line by line into o, until EOF or the time limit. With
+ * promote set (the promote variant), promotes process promote once its first result
+ * line is in. */
+static void read_output(int fd, struct run_out *o, pid_t promote)
 {
 	char buf[4096];
 	size_t len = 0;
@@ -96,10 +102,13 @@ static void read_output(int fd, struct run_out *o)
 		while ((nl = strchr(buf, '\n'))) {
 			*nl = 0;
 			if (o->nlines < (int)(sizeof o->lines / sizeof o->lines[0]) &&
-			    bench_parse_result(buf, &o->lines[o->nlines]) == 1)
+			    bench_parse_result(buf, &o->lines[o->nlines]) == 1) {
 				o->nlines++;
-			else if (bench_parse_memory(buf, &o->mem) == 1)
+				if (promote > 0 && !o->promoted)
+					bench_promote_child(promote, o);
+			} else if (bench_parse_memory(buf, &o->mem) == 1) {
 				o->have_mem = true;
+			}
 			len -= (size_t)(nl + 1 - buf);
 			memmove(buf, nl + 1, len + 1);
 		}
@@ -170,7 +179,7 @@ static void run_kernel(const struct bench *b, const struct bench_item *it, const
 		return;
 	}
 	bench_running_child = pid;
-	read_output(pipefd[0], o);
+	read_output(pipefd[0], o, v->how == BENCH_HOW_PROMOTE ? pid : 0);
 	close(pipefd[0]);
 	if (o->timed_out)
 		kill(pid, SIGKILL);

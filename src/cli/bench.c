@@ -31,8 +31,8 @@ void usage_bench(void)
 	      "  --backing B,...    4k, auto, thp, 2m, 1g (default: all five, thp left out with\n"
 	      "                     --quick; 4k is always run, it is the baseline)\n"
 	      "  --repeat N         rounds (default 5, 3 with --quick; at most 50)\n"
-	      "  --quick            fewer sizes and rounds, and without trans2, transw and\n"
-	      "                     malloc unless named: a few minutes in all\n"
+	      "  --quick            fewer sizes and rounds, and without trans2, transw,\n"
+	      "                     malloc and promote unless named: a few minutes in all\n"
 	      "  --peers            also glibc's malloc.hugetlb=1 and =2, mimalloc and jemalloc\n"
 	      "                     with their huge page options (where installed), and the\n"
 	      "                     ideal: each kernel built with its arrays from strict\n"
@@ -49,6 +49,8 @@ void usage_bench(void)
 	      "         malloc (throughput of malloc itself; its size is a number of threads)\n"
 	      "         itlb (calls spread over 16 MiB of code: run with --text, judged by its\n"
 	      "         text's pages; x86-64 only)\n"
+	      "         promote (gups's updates before and after superpage promote; adds the\n"
+	      "         column promote: run plain, promoted mid-run; needs CAP_SYS_NICE)\n"
 	      "The table goes to stdout, progress to stderr. Exit status: 0, 1 if a kernel's\n"
 	      "own check failed or a run crashed, 2 for bad options. See superpage(1).\n",
 	      stdout);
@@ -125,6 +127,7 @@ static int parse_options(struct bench *b, struct outputs *out, int argc, char **
 		bench_plan_peers(b);
 	if (kernels ? bench_plan_kernels(b, kernels, err, sizeof err) : bench_plan_all(b, err, sizeof err))
 		return cli_error(EXIT_USAGE, "bench: %s", err);
+	bench_plan_promote(b);
 	return 0;
 }
 

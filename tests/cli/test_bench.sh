@@ -26,7 +26,7 @@ oneline() { head -c 300 "$1" | tr '\n' '|'; }
 
 # Each kernel at a size that takes well under a second.
 TINY=("trans:256 --reps 4" "trans2:256 --reps 4" "transf:256 --reps 4" "transw:256 --reps 4" mem2:4M gemmx:64 fft:1024 "himeno:1 --reps 2"
-	gups:8M tlbreach:1M stream:4M fault:64M malloc:1)
+	gups:8M tlbreach:1M stream:4M fault:64M malloc:1 promote:8M)
 
 # Runs kernel $1 (a path) with args; checks exit 0, result lines all check=ok.
 # Leaves its output in $tmp/kout. Echoes why it failed, or nothing.
@@ -247,6 +247,84 @@ sys.exit(0 if r["4k"]["valid"] and r["4k"]["coverage"] < 0.01 and not r["1g"]["v
 	fi
 }
 
+# The promote case: under the promote column the kernel runs plain and is promoted
+# between its passes: before on base pages, after on huge pages; under the others it
+# runs as any kernel. Under THP "always" a plain kernel starts on huge pages: THP is
+# set to madvise for the test, and put back.
+test_promote_rows() {
+	local name=bench_promote_rows why cap f=/sys/kernel/mm/transparent_hugepage/enabled
+	if [ -n "$no_preload" ]; then
+		skip $name "$no_preload"
+		return
+	fi
+	if ! have_python; then
+		skip $name "needs python3 to read the JSON"
+		return
+	fi
+	cap=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)
+	if [ $(( 0x${cap:-0} >> 23 & 1 )) = 0 ]; then
+		skip $name "needs CAP_SYS_NICE (root) to promote another process"
+		return
+	fi
+	if [ "$(sed -n 's/.*\[\(.*\)\].*/\1/p' $f 2>/dev/null)" = always ]; then
+		set_sysfs $f madvise
+		if ! grep -q '\[madvise\]' $f; then
+			restore
+			skip $name "THP is 'always' and cannot be set to madvise"
+			return
+		fi
+	fi
+	sp bench --kernel promote=64M --backing thp --repeat 1 --json "$tmp/pr.json"
+	restore
+	if [ "$rc" != 0 ]; then
+		fail $name "exit $rc: $(oneline "$tmp/err")"
+		return
+	fi
+	why=$(python3 - "$tmp/pr.json" <<'PY'
+import json, sys
+rs = json.load(open(sys.argv[1]))["results"]
+r = {(x["kernel"], x["backing"]): x for x in rs}
+want = {(k, b) for k in ("promote/before", "promote/after") for b in ("4k", "thp", "promote")}
+if set(r) != want: print("rows %r" % sorted(r)); sys.exit()
+b, a = r[("promote/before", "promote")], r[("promote/after", "promote")]
+if not (b["valid"] and b["coverage"] < 0.01): print("before: not a valid run on base pages: %r" % b); sys.exit()
+if not (a["valid"] and a["coverage"] >= 0.9 and a["coverage"] > b["coverage"]):
+    print("after: not promoted: %r" % a); sys.exit()
+if not (b["metric"] > 0 and a["metric"] > 0 and len(a["runs_s"]) == 1): print("figures %r %r" % (b, a))
+PY
+)
+	[ -n "$why" ] || grep -q '^bench: promoted: .*% of its data on huge pages -> .*%' "$tmp/err" ||
+		why="stderr does not say what the promotion got: $(oneline "$tmp/err")"
+	[ -n "$why" ] || grep -q '^promote/after  *64M ' "$tmp/out" ||
+		why="the table has no promote/after line: $(oneline "$tmp/out")"
+	if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
+}
+
+# Without CAP_SYS_NICE the promote column is skipped and says why.
+test_promote_no_cap() {
+	local name=bench_promote_no_cap
+	if [ -n "$no_preload" ]; then
+		skip $name "$no_preload"
+		return
+	fi
+	if ! command -v setpriv >/dev/null 2>&1; then
+		skip $name "no setpriv (util-linux) to drop CAP_SYS_NICE"
+		return
+	fi
+	setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice "$SP" bench --kernel promote=8M \
+		--backing thp --repeat 1 >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" != 0 ]; then
+		fail $name "exit $rc without CAP_SYS_NICE: $(oneline "$tmp/err")"
+	elif ! grep -q 'skipping promote: promoting another process needs CAP_SYS_NICE' "$tmp/err"; then
+		fail $name "it does not say why promote is skipped: $(oneline "$tmp/err")"
+	elif ! grep -q '^promote/after .* skip' "$tmp/out"; then
+		fail $name "the table does not show the skip: $(oneline "$tmp/out")"
+	else
+		pass $name
+	fi
+}
+
 test_bad_args() {
 	expect_usage_error bench_unknown_kernel bench --kernel nosuch
 	expect_usage_error bench_bad_size bench --kernel trans=12Q
@@ -390,6 +468,8 @@ test_kernels_tiny
 test_kernels_ideal
 test_itlb
 test_itlb_rows
+test_promote_rows
+test_promote_no_cap
 test_bad_args
 test_run_json
 test_skip_marked

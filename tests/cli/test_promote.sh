@@ -2,7 +2,8 @@
 # test_promote.sh - superpage promote on the real kernel: a running target's memory collapsed,
 # and every refusal said: MADV_NOHUGEPAGE, THP disabled by prctl, a target that ends
 # mid-way, a caller that is not root; --dry-run, --budget, --watch, bad arguments.
-# Usage: tests/cli/test_promote.sh BUILD_DIR. Changes no sysfs value.
+# Usage: tests/cli/test_promote.sh BUILD_DIR. Changes no sysfs value, but for THP
+# "always", which it sets to madvise for its run and puts back.
 set -u
 B=${1:?usage: tests/cli/test_promote.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +25,7 @@ stop_target() {
 		tpid=''
 	fi
 }
-trap 'stop_target; rm -rf "$tmp"' EXIT
+trap 'stop_target; restore; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM HUP
 
 # Starts the target (its stdin held open, as user 65534 if AS is set); tpid, tout.
@@ -77,6 +78,16 @@ precheck() {
 	if ! is_root; then
 		skip promote "needs root (CAP_SYS_NICE) to collapse another process's memory"
 		exit 0
+	fi
+	# The target's memory must start on base pages: under THP "always" it would be huge
+	# from its first touch.
+	local thp=/sys/kernel/mm/transparent_hugepage/enabled
+	if grep -q '\[always\]' "$thp" 2>/dev/null; then
+		set_sysfs "$thp" madvise
+		if ! grep -q '\[madvise\]' "$thp"; then
+			skip promote "THP is 'always' and cannot be set to madvise: the target would start on huge pages"
+			exit 0
+		fi
 	fi
 	start_target 4 || { fail promote_target "the target did not start: $(oneline "$tout")"; exit 1; }
 	sp promote --dry-run "$tpid"

@@ -24,8 +24,11 @@ sprun() { # tag command...
 		"${as[@]}" "${SPRUN[@]}" "$@" <&0 2>>"$rdir/$tag.err" &
 	local pid=$!
 	sample_peak "$pid" "$tag"
+	# (promote mode: its processes promoted PROMOTE_AT seconds into its run)
+	promote_start "$pid" "$tag"
 	wait "$pid" || rc=$?
 	wait "$sampler_pid" || true
+	promote_finish
 	echo "$rc" >>"$rdir/$tag.rc"
 	return "$rc"
 }
@@ -37,6 +40,51 @@ sampler_pid=''
 sample_peak() { # pid tag
 	"$PY" "$here/peak.py" "$1" "$rdir/$2.peak" </dev/null >/dev/null 2>&1 &
 	sampler_pid=$!
+}
+
+# ---------- the promote mode: a program promoted while it runs ----------
+# In the promote mode (run_mode promote) the program runs plain, and its processes are
+# promoted with superpage promote while it works: a command of it PROMOTE_AT seconds
+# (default 1) into its run (sprun does it), a server at the point of its work that
+# calls promote_start SERVER_PID TAG before its load and promote_finish after it
+# (PROMOTE_AT=no: a command not to promote). Elsewhere both do nothing.
+
+# The processes below pid: its descendants, also those that made a session of their
+# own (postgres's backends do).
+descendants() { # pid
+	ps -eo pid=,ppid= | awk -v root="$1" '{ up[$1] = $2 }
+		END { for (p in up) { q = p; while (q in up && q != root) q = up[q]; if (q == root && p != root) print p } }'
+}
+
+# Promotes every process below pid (timeout(1), which runs each command) but the
+# harness's own (time, runuser), in one superpage promote --json: a JSON object per
+# process appended to $rdir/TAG.promote, its stderr to TAG.promote.err, its exit
+# status to TAG.promote.rc.
+promote_group() { # pid tag
+	local pids=() p comm
+	for p in $(descendants "$1"); do
+		comm=$(cat "/proc/$p/comm" 2>/dev/null) || continue
+		case "$comm" in timeout | time | runuser) continue ;; esac
+		pids+=("$p")
+	done
+	if [ ${#pids[@]} = 0 ]; then
+		echo "it ended before it was promoted" >>"$rdir/$2.promote.err"
+		return 0
+	fi
+	local rc=0
+	"$SP" promote --json "${pids[@]}" >>"$rdir/$2.promote" 2>>"$rdir/$2.promote.err" || rc=$?
+	echo "$rc" >>"$rdir/$2.promote.rc"
+}
+promoter_pid=''
+promote_start() { # pid tag
+	promoter_pid=''
+	[ "${run_mode:-}" = promote ] && [ "${PROMOTE_AT:-}" != no ] || return 0
+	(sleep "${PROMOTE_AT:-1}"; promote_group "$1" "$2") </dev/null >/dev/null 2>&1 &
+	promoter_pid=$!
+}
+promote_finish() {
+	[ -z "$promoter_pid" ] || wait "$promoter_pid" || true
+	promoter_pid=''
 }
 
 # A client or helper: plain, bounded, its stderr kept in $rdir/client.err.

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-ALL_MODES=(auto thp 2m 4k all always)
+ALL_MODES=(auto thp 2m 4k all always promote)
 PROGRAMS=(python-heap python-tests perl ruby lua php node java redis postgres memcached
 	mariadb sqlite3 git gcc-build clang-build xz zstd sort)
 
@@ -22,18 +22,24 @@ their rows are skipped. Modes:
   4k    --backing 4k             all  --text=all --stacks --shm
   always  plain, with the kernel's THP set to "always" for the run (root; put back):
         what the kernel's own huge pages give and cost, to set the others against
+  promote  plain, its processes promoted with superpage promote while it works (root):
+        a command PROMOTE_AT (1) seconds into its run, a server under the load its
+        work names (redis, postgres; the other servers name none yet: SKIP); THP
+        "always" is set to madvise for the run (put back)
 A cell reads STATUS COVERAGE RSS: STATUS is OK, DIFF (output differs from plain),
 CRASH (a signal), HANG (timed out), ERROR (non-zero exit or a failed check), KNOWN (a
 failure listed in tests/compat/known-failures); COVERAGE the share of the program's
 private anonymous memory on huge pages (THP and hugetlb), read from smaps_rollup
-every 0.2 s over its processes at the moment they held the most (peak.py); RSS the peak RSS
+every 0.2 s over its processes at the moment they held the most (peak.py), and for
+promote that share before>after the promotion, of the command whose processes held the
+most (promoted.py; SKIP if it ended before it was promoted); RSS the peak RSS
 (/usr/bin/time %M, the largest of the program's commands) over plain's (hugetlb pages
 are not in RSS, so 2m reads low). The run holds /tmp/sp-pool.lock and, as root, sets
 up a 2 MiB hugetlb pool (POOL_PAGES, default 768 = 1.5 GiB) put back at exit.
 
 options:
   --only LIST    comma-separated programs (default: all)
-  --modes LIST   comma-separated modes (default: auto,thp,2m,4k,all)
+  --modes LIST   comma-separated modes (default: all of them)
   --list         print the programs and exit
   --keep         keep the temporary directory (its path is printed)
   -h, --help     this help
@@ -109,6 +115,17 @@ thp_always() { # sets THP to always, or thp_why and fails (not in a subshell: it
 	if ! sysfs_write "$thp" always || [ "$(sysfs_read "$thp")" != always ]; then
 		thp_restore
 		thp_why="cannot set $thp to always"
+		return 1
+	fi
+}
+# Under THP "always" a plain program's memory is huge from its first touch: for the
+# promote mode, THP is set to madvise for the run (and put back), as this machine has it.
+thp_not_always() {
+	thp_why=''
+	[ "$(sysfs_read "$thp")" = always ] || return 0
+	if ! sysfs_write "$thp" madvise || [ "$(sysfs_read "$thp")" != madvise ]; then
+		thp_restore
+		thp_why="THP is always and $thp cannot be set to madvise"
 		return 1
 	fi
 }
@@ -209,6 +226,22 @@ run_verdict() { # rdir rc
 	fi
 }
 
+# A promote run's coverage "BEFORE>AFTER%" (promoted.py), or, status 1, why there is
+# none: what superpage promote said, or that nothing was promoted.
+promote_cell() { # rdir
+	local got why b a n
+	got=$("$PY" "$here/promoted.py" "$1"/*.promote 2>/dev/null || echo -)
+	if [ "$got" != - ]; then
+		read -r b a n <<<"$got"
+		echo "$b>$a%"
+		[ "$n" -gt 0 ]
+		return
+	fi
+	why=$(cat "$1"/*.promote.err 2>/dev/null | grep -v '^$' | tail -n 1 | cut -c 1-160)
+	echo "nothing promoted: ${why:-no promotion point in its work}"
+	return 1
+}
+
 # Runs one program in one mode; leaves $tmp/PROG/MODE with out (what plain's is
 # compared with), stats.json, *.rss, *.peak, *.rc, *.err; prints nothing; returns its
 # status.
@@ -221,7 +254,8 @@ run_one() { # prog mode
 	# append their accounts to it at exit.
 	install -m 666 /dev/null "$rdir/stats.json"
 	SPRUN=()
-	if [ "$mode" != plain ] && [ "$mode" != always ]; then
+	run_mode=$mode
+	if [ "$mode" != plain ] && [ "$mode" != always ] && [ "$mode" != promote ]; then
 		# shellcheck disable=SC2207
 		SPRUN=("$SP" run $(mode_words "$mode") --stats="$rdir/stats.json" --)
 	fi
@@ -302,11 +336,23 @@ for p in "${progs[@]}"; do
 			nskip=$((nskip + 1))
 			continue
 		fi
+		if [ "$m" = promote ] && ! is_root; then
+			cell["$p $m"]="SKIP"
+			echo "SKIP $p $m: not root: superpage promote needs CAP_SYS_NICE"
+			nskip=$((nskip + 1))
+			continue
+		fi
+		if [ "$m" = promote ] && ! thp_not_always; then
+			cell["$p $m"]="SKIP"
+			echo "SKIP $p $m: $thp_why"
+			nskip=$((nskip + 1))
+			continue
+		fi
 		set +e
 		run_one "$p" "$m"
 		rc=$?
 		set -e
-		[ "$m" != always ] || thp_restore
+		case $m in always | promote) thp_restore ;; esac
 		if [ "$rc" = 0 ]; then
 			sum=$(sha256sum <"$d/out" | cut -c 1-16)
 			if [ "$sum" = "$plain_sum" ]; then
@@ -320,6 +366,16 @@ for p in "${progs[@]}"; do
 		st=${v%% *}
 		cov=$("$PY" "$here/peak.py" --sum "$d"/*.peak 2>/dev/null || echo -)
 		[ "$cov" = - ] || cov="$cov%"
+		if [ "$m" = promote ] && [ "$st" = OK ]; then
+			if ! promoted=$(promote_cell "$d"); then
+				cell["$p $m"]="SKIP"
+				echo "SKIP $p $m: $promoted"
+				notes+=("$p $m: skipped: $promoted")
+				nskip=$((nskip + 1))
+				continue
+			fi
+			cov=$promoted
+		fi
 		rss=$(run_rss "$d")
 		ratio=-
 		[ "$plain_rss" -le 0 ] || ratio=$(awk -v a="$rss" -v b="$plain_rss" 'BEGIN { printf "%.2fx", a / b }')
@@ -357,7 +413,7 @@ for p in "${progs[@]}"; do
 	for m in "${run_modes[@]}"; do printf ' %-20s' "${cell["$p $m"]:--}"; done
 	echo
 done
-echo "(cells: status, share of anonymous memory on huge pages at its peak, peak RSS over plain's; plain: peak RSS, seconds)"
+echo "(cells: status, share of anonymous memory on huge pages at its peak (promote: before>after the promotion), peak RSS over plain's; plain: peak RSS, seconds)"
 if [ ${#failures[@]} -gt 0 ]; then
 	echo
 	echo "failures:"

@@ -7,6 +7,6 @@ prep_java() {
 	timeout 300 javac -d classes "$W/Alloc.java"
 }
 work_java() {
-	sprun java java -Xms768m -Xmx1g -XX:+UseParallelGC -XX:ParallelGCThreads=2 \
+	PROMOTE_AT=2 sprun java java -Xms768m -Xmx1g -XX:+UseParallelGC -XX:ParallelGCThreads=2 \
 		-cp "$pdir/classes" Alloc
 }

@@ -1,7 +1,8 @@
 # redis: redis-server on loopback filled by DEBUG POPULATE (~300 MiB) and
 # redis-benchmark (bounded -n, commands whose end state does not depend on order);
 # DEBUG DIGEST, a BGSAVE (a fork), then a restart that loads the dump: its digest must
-# be the same. Compared with plain: the digest.
+# be the same. Compared with plain: the digest. In the promote mode the first server is
+# promoted while redis-benchmark runs.
 # shellcheck shell=bash disable=SC2154
 prep_redis() {
 	need redis-server redis-server || prep_skip "$skip_reason"
@@ -23,8 +24,11 @@ work_redis() {
 	port=$(free_port)
 	redis_start redis
 	redis_cli debug populate 1000000 key 200 >/dev/null
+	# (the promote mode: redis-server promoted while redis-benchmark runs)
+	PROMOTE_AT=0.3 promote_start "$server_pid" "$server_tag"
 	client redis-benchmark -h 127.0.0.1 -p "$port" -n 20000 -c 8 -P 8 -q \
 		-t set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,zadd,lrange_100,mset >/dev/null
+	promote_finish
 	d1=$(redis_cli debug digest)
 	echo "digest $d1 keys $(redis_cli dbsize)"
 	redis_cli bgsave >/dev/null
