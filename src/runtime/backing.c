@@ -112,8 +112,9 @@ int range_advice(void)
  * no more memory than at PROMOTE_UNITS, where the last partly used unit of each tier
  * is a 16th of the heap: a heap that churns has touched nearly all of its units. The
  * mixed malloc kernel's heap (17 units, 2 threads) had 3.4% of its pages not
- * resident, and ran at 0.8x mimalloc's speed on base pages, 1.3x on THP. Looks at
- * most every DENSE_NS; without the lock (the units' states are read under it). */
+ * resident, and ran at 0.79x mimalloc's speed on base pages, 0.97x on THP from its
+ * start. Looks at most every DENSE_NS; without the lock (the units' states are read
+ * under it). */
 static bool heap_dense(void)
 {
 	static uint64_t peak_seen; /* (under the dense_at exchange) */
