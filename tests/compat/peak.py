@@ -3,7 +3,9 @@
 usage: peak.py PGID OUT
        peak.py --sum FILE...
 The first form samples, every 0.2 s while process PGID lives (timeout(1), which
-leads its own process group), every process of process group PGID: from each one's
+leads its own process group), every process of process group PGID and every
+descendant of those (a server's workers that made sessions of their own, as
+postgres's backends do): from each one's
 /proc/PID/smaps_rollup, private anonymous memory (Anonymous + Private_Hugetlb) and the
 part of it on huge pages (AnonHugePages + Private_Hugetlb), summed over the group.
 At its end it writes "ANON_KIB HUGE_KIB" of the sample that held the most anonymous
@@ -19,7 +21,9 @@ FIELDS = ("Anonymous:", "AnonHugePages:", "Private_Hugetlb:")
 
 
 def group_members(pgid):
-    out = []
+    """The processes of group pgid, and their descendants in any group."""
+    parent = {}
+    members = set()
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -30,9 +34,18 @@ def group_members(pgid):
             continue
         # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses
         rest = stat[stat.rfind(b")") + 2:].split()
-        if len(rest) > 2 and int(rest[2]) == pgid:
-            out.append(name)
-    return out
+        if len(rest) > 2:
+            parent[name] = rest[1].decode()
+            if int(rest[2]) == pgid:
+                members.add(name)
+    grew = True
+    while grew:
+        grew = False
+        for pid, ppid in parent.items():
+            if ppid in members and pid not in members:
+                members.add(pid)
+                grew = True
+    return sorted(members)
 
 
 def rollup(pid):
