@@ -61,3 +61,14 @@ sysfs_put_back() { # forget|keep
 }
 sysfs_restore() { sysfs_put_back forget; }
 sysfs_reset() { sysfs_put_back keep; }
+
+# Under THP "always" a plain program's memory is huge from its first touch: tests that
+# need it to start on base pages set THP to madvise (remembered, to be put back). Fails,
+# with the value put back, where it cannot.
+sysfs_thp_not_always() {
+	local f=/sys/kernel/mm/transparent_hugepage/enabled
+	[ "$(sysfs_read "$f")" = always ] || return 0
+	sysfs_write "$f" madvise && [ "$(sysfs_read "$f")" = madvise ] && return 0
+	sysfs_restore_one "$f"
+	return 1
+}

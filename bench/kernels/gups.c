@@ -1,9 +1,5 @@
 /* gups.c - random read-modify-write updates (GUPS) over one big table of 64-bit words. */
-#include "kernel.h"
-
-#define LCG_MUL 6364136223846793005ull /* Knuth's MMIX multiplier */
-#define LCG_ADD 1442695040888963407ull
-#define SEED 0x5DEECE66Dull
+#include "table.h"
 
 static const char usage[] =
 	"Random updates (GUPS): table[k] ^= r for a pseudo-random r and a k drawn from it,\n"
@@ -12,11 +8,6 @@ static const char usage[] =
 	"  --reps R  the timed pass makes R * N / 64 updates (default 1)\n"
 	"The same updates are then made again, untimed: xor undoes itself, so the table\n"
 	"must be back as it was (check=ok).\n";
-
-static uint64_t initial(uint64_t i)
-{
-	return i * 0x9E3779B97F4A7C15ull;
-}
 
 /* The LCG's high bits are its good ones: they pick the word, by multiply-shift, and the
  * whole state is the value xored in. noinline so each pass is real work the caller
@@ -39,17 +30,10 @@ int main(int argc, char **argv)
 	double t0, t1;
 
 	bench_parse_args(argc, argv, usage, 1ull << 30, 1, &a);
-	words = a.size / 8;
-	if (words < 8) {
-		fprintf(stderr, "gups: --size must be at least 64 bytes\n");
-		return 2;
-	}
+	table = bench_table(&a, "gups", &words);
 	/* One update per 64 bytes, as tests/runtime/common/gups_malloc makes: the figures compare,
 	 * and the two passes plus the first touch of 1 GiB stay near 2 s on 4 KiB pages. */
 	n = (uint64_t)a.reps * (words / 8);
-	table = bench_alloc(words * 8);
-	for (uint64_t i = 0; i < words; i++)
-		table[i] = initial(i);
 
 	t0 = bench_now();
 	update(table, words, n);
@@ -57,7 +41,7 @@ int main(int argc, char **argv)
 
 	update(table, words, n);
 	for (uint64_t i = 0; i < words; i++)
-		bad += table[i] != initial(i);
+		bad += table[i] != bench_table_initial(i);
 	if (bad)
 		fprintf(stderr, "gups: %llu of %llu words wrong after two passes\n",
 			(unsigned long long)bad, (unsigned long long)words);

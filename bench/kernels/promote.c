@@ -2,11 +2,8 @@
  * the run (superpage promote): the rate before and after, from the same process. */
 #include <signal.h>
 
-#include "kernel.h"
+#include "table.h"
 
-#define LCG_MUL 6364136223846793005ull /* Knuth's MMIX multiplier, as gups.c */
-#define LCG_ADD 1442695040888963407ull
-#define SEED 0x5DEECE66Dull
 #define SLICE (1ull << 20)             /* updates between looks at the signal */
 #define WAIT_S 120                     /* the longest wait for the signal */
 
@@ -27,11 +24,6 @@ static void on_promoted(int sig)
 {
 	(void)sig;
 	promoted = 1;
-}
-
-static uint64_t initial(uint64_t i)
-{
-	return i * 0x9E3779B97F4A7C15ull;
 }
 
 /* n updates from LCG state r; returns the state after them. noinline: each pass is work
@@ -71,15 +63,8 @@ int main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
 	bench_parse_args(argc, argv, usage, 1ull << 30, 3, &a);
-	words = a.size / 8;
-	if (words < 8) {
-		fprintf(stderr, "promote: --size must be at least 64 bytes\n");
-		return 2;
-	}
+	table = bench_table(&a, "promote", &words);
 	n = (uint64_t)a.reps * (words / 8);
-	table = bench_alloc(words * 8);
-	for (uint64_t i = 0; i < words; i++)
-		table[i] = initial(i);
 
 	t0 = bench_now();
 	r = update(table, words, r, n);
@@ -96,7 +81,7 @@ int main(int argc, char **argv)
 	/* The same stream from its start undoes every update made. */
 	update(table, words, SEED, done);
 	for (uint64_t i = 0; i < words; i++)
-		bad += table[i] != initial(i);
+		bad += table[i] != bench_table_initial(i);
 	if (bad)
 		fprintf(stderr, "promote: %llu of %llu words wrong after undoing %llu updates\n",
 			(unsigned long long)bad, (unsigned long long)words, (unsigned long long)done);

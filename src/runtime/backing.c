@@ -117,15 +117,14 @@ int range_advice(void)
  * under it). */
 static bool heap_dense(void)
 {
-	static uint64_t peak_seen; /* (under the dense_at exchange) */
 	uint64_t now = sp_os->now_ns(), at = atomic_load_explicit(&pg.dense_at, memory_order_relaxed);
 	if (now - at < DENSE_NS || !sp_os->mincore ||
 	    !atomic_compare_exchange_strong(&pg.dense_at, &at, now))
 		return false;
 	size_t in[PROMOTE_UNITS], n = 0;
 	pthread_mutex_lock(&pg.lock);
-	bool grew = pg.st.units_peak != peak_seen;
-	peak_seen = pg.st.units_peak;
+	bool grew = pg.st.units_peak != pg.dense_peak;
+	pg.dense_peak = pg.st.units_peak;
 	for (size_t u = 0; u < pg.frontier && n < PROMOTE_UNITS && !grew; u++)
 		if ((pg.units[u].state == U_HEAP && !pg.units[u].mapping) || pg.units[u].state == U_LARGE)
 			in[n++] = u;

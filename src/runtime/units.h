@@ -86,6 +86,7 @@ struct pages {
 	bool small_first;
 	_Atomic bool promoted, promote_pending;
 	_Atomic uint64_t dense_at; /* when auto last looked whether the heap is dense */
+	size_t dense_peak;	   /* units_peak then (under the lock) */
 	struct page_counts st;
 };
 extern struct pages pg;

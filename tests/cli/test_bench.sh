@@ -22,6 +22,24 @@ unset LD_PRELOAD GLIBC_TUNABLES BENCH_IDEAL BENCH_SMAPS "${!SUPERPAGE_@}"
 no_preload=$(preload_blocker "$B" "$B/libsuperpage-run.so")
 
 have_python() { command -v python3 >/dev/null 2>&1; }
+
+# Whether test $1 can run here: with the preload built, and what else it names (root to
+# set up pools, python to read the JSON). Skips it with the reason where not.
+can_run() { # name [root] [python]
+	local name=$1 need
+	shift
+	if [ -n "$no_preload" ]; then
+		skip "$name" "$no_preload"
+		return 1
+	fi
+	for need; do
+		case $need in
+		root) is_root || { skip "$name" "needs root to set up pools"; return 1; } ;;
+		python) have_python || { skip "$name" "needs python3 to read the JSON"; return 1; } ;;
+		esac
+	done
+}
+
 oneline() { head -c 300 "$1" | tr '\n' '|'; }
 
 # Each kernel at a size that takes well under a second.
@@ -47,14 +65,7 @@ kernel_ok() {
 # Ctrl-C in the middle of a run: the kernel is ended and the pools put back.
 test_interrupt_restores() {
 	local name=bench_interrupt_restores d=$HP/hugepages-2048kB before now pid st
-	if [ -n "$no_preload" ]; then
-		skip $name "$no_preload"
-		return
-	fi
-	if ! is_root; then
-		skip $name "needs root to set up pools"
-		return
-	fi
+	can_run $name root || return
 	remember "$d/nr_hugepages"
 	before=$(cat "$d/nr_hugepages")
 	"$SP" bench --kernel fault=256M --backing 2m --setup-pools --repeat 50 >"$tmp/out" 2>"$tmp/err" &
@@ -83,10 +94,7 @@ test_interrupt_restores() {
 # --allow-sysfs sets THP "always" around the thp-always runs only, and puts it back.
 test_allow_sysfs() {
 	local name=bench_allow_sysfs f=/sys/kernel/mm/transparent_hugepage/enabled before after
-	if [ -n "$no_preload" ]; then
-		skip $name "$no_preload"
-		return
-	fi
+	can_run $name || return
 	if ! is_root || [ ! -w $f ]; then
 		skip $name "needs root to change THP's mode"
 		return
@@ -226,10 +234,7 @@ test_itlb_rows() {
 		skip $name "no itlb kernel in $K (it is built on x86-64 only)"
 		return
 	fi
-	if [ -n "$no_preload" ]; then
-		skip $name "$no_preload"
-		return
-	fi
+	can_run $name || return
 	sp bench --kernel itlb=1M --backing 1g --peers --repeat 1 --json "$tmp/i.json"
 	if [ "$rc" != 0 ]; then
 		fail $name "exit $rc: $(oneline "$tmp/err")"
@@ -252,27 +257,17 @@ sys.exit(0 if r["4k"]["valid"] and r["4k"]["coverage"] < 0.01 and not r["1g"]["v
 # runs as any kernel. Under THP "always" a plain kernel starts on huge pages: THP is
 # set to madvise for the test, and put back.
 test_promote_rows() {
-	local name=bench_promote_rows why cap f=/sys/kernel/mm/transparent_hugepage/enabled
-	if [ -n "$no_preload" ]; then
-		skip $name "$no_preload"
-		return
-	fi
-	if ! have_python; then
-		skip $name "needs python3 to read the JSON"
-		return
-	fi
+	local name=bench_promote_rows why cap
+	can_run $name python || return
 	cap=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)
 	if [ $(( 0x${cap:-0} >> 23 & 1 )) = 0 ]; then
 		skip $name "needs CAP_SYS_NICE (root) to promote another process"
 		return
 	fi
-	if [ "$(sed -n 's/.*\[\(.*\)\].*/\1/p' $f 2>/dev/null)" = always ]; then
-		set_sysfs $f madvise
-		if ! grep -q '\[madvise\]' $f; then
-			restore
-			skip $name "THP is 'always' and cannot be set to madvise"
-			return
-		fi
+	if ! sysfs_thp_not_always; then
+		restore
+		skip $name "THP is 'always' and cannot be set to madvise"
+		return
 	fi
 	sp bench --kernel promote=64M --backing thp --repeat 1 --json "$tmp/pr.json"
 	restore
@@ -303,10 +298,7 @@ PY
 # Without CAP_SYS_NICE the promote column is skipped and says why.
 test_promote_no_cap() {
 	local name=bench_promote_no_cap
-	if [ -n "$no_preload" ]; then
-		skip $name "$no_preload"
-		return
-	fi
+	can_run $name || return
 	if ! command -v setpriv >/dev/null 2>&1; then
 		skip $name "no setpriv (util-linux) to drop CAP_SYS_NICE"
 		return
@@ -343,14 +335,7 @@ test_bad_args() {
 # every run is judged by what it got.
 test_run_json() {
 	local name=bench_run_json why thp
-	if [ -n "$no_preload" ]; then
-		skip $name "$no_preload"
-		return
-	fi
-	if ! have_python; then
-		skip $name "needs python3 to read the JSON"
-		return
-	fi
+	can_run $name python || return
 	thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
 	sp bench --kernel trans=256,gups=8M --backing thp --repeat 1 \
 		--json "$tmp/r.json" --csv "$tmp/r.csv" --svg "$tmp/r.svg"
@@ -397,10 +382,7 @@ PY
 # A backing that cannot be had is skipped with its reason, and is no result.
 test_skip_marked() {
 	local name=bench_skip_marked d=$HP/hugepages-1048576kB
-	if [ -n "$no_preload" ]; then
-		skip $name "$no_preload"
-		return
-	fi
+	can_run $name || return
 	if [ ! -d "$d" ]; then
 		skip $name "no 1 GiB huge pages here"
 		return
@@ -433,18 +415,7 @@ sys.exit(0 if len(r) == 1 and r[0]["valid"] is False and r[0]["runs_s"] == [] el
 # --setup-pools: a 2m run on hugetlb pages, and the pool as it was afterwards.
 test_setup_pools() {
 	local name=bench_setup_pools d=$HP/hugepages-2048kB before after
-	if [ -n "$no_preload" ]; then
-		skip $name "$no_preload"
-		return
-	fi
-	if ! is_root; then
-		skip $name "needs root to set up pools"
-		return
-	fi
-	if ! have_python; then
-		skip $name "needs python3 to read the JSON"
-		return
-	fi
+	can_run $name root python || return
 	remember "$d/nr_hugepages"
 	before=$(cat "$d/nr_hugepages")
 	sp bench --kernel gups=8M --backing 2m --repeat 1 --setup-pools --json "$tmp/p.json"

@@ -81,13 +81,9 @@ precheck() {
 	fi
 	# The target's memory must start on base pages: under THP "always" it would be huge
 	# from its first touch.
-	local thp=/sys/kernel/mm/transparent_hugepage/enabled
-	if grep -q '\[always\]' "$thp" 2>/dev/null; then
-		set_sysfs "$thp" madvise
-		if ! grep -q '\[madvise\]' "$thp"; then
-			skip promote "THP is 'always' and cannot be set to madvise: the target would start on huge pages"
-			exit 0
-		fi
+	if ! sysfs_thp_not_always; then
+		skip promote "THP is 'always' and cannot be set to madvise: the target would start on huge pages"
+		exit 0
 	fi
 	start_target 4 || { fail promote_target "the target did not start: $(oneline "$tout")"; exit 1; }
 	sp promote --dry-run "$tpid"

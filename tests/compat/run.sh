@@ -118,16 +118,10 @@ thp_always() { # sets THP to always, or thp_why and fails (not in a subshell: it
 		return 1
 	fi
 }
-# Under THP "always" a plain program's memory is huge from its first touch: for the
-# promote mode, THP is set to madvise for the run (and put back), as this machine has it.
+# The promote mode's programs start on base pages, as this machine has them.
 thp_not_always() {
 	thp_why=''
-	[ "$(sysfs_read "$thp")" = always ] || return 0
-	if ! sysfs_write "$thp" madvise || [ "$(sysfs_read "$thp")" != madvise ]; then
-		thp_restore
-		thp_why="THP is always and $thp cannot be set to madvise"
-		return 1
-	fi
+	sysfs_thp_not_always || thp_why="THP is always and $thp cannot be set to madvise"
 }
 thp_restore() { sysfs_restore_one "$thp"; }
 cleanup() {
