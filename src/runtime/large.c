@@ -17,7 +17,7 @@ size_t find_units(size_t n, size_t align)
 	size_t phase = (pg.base >> UNIT_SHIFT) & (align - 1);
 	/* The free run that makes the fewest new units resident (empty units kept
 	 * resident first: a block that faults new units in beside them makes them go,
-	 * trim_kept), then the lowest. */
+	 * take_kept), then the lowest. */
 	size_t best = SIZE_MAX, best_cost = SIZE_MAX;
 	for (size_t u = bits_next(pg.freebits, 0, pg.frontier, true); u < pg.frontier && best_cost;) {
 		size_t e = bits_next(pg.freebits, u, pg.frontier, false);
@@ -86,11 +86,8 @@ static struct span *range_alloc_large(size_t size, size_t align)
 		pthread_mutex_unlock(&pg.lock);
 		return NULL;
 	}
-	size_t made = 0;
-	for (size_t i = at; i < at + n; i++)
-		made += !pg.units[i].in_cache && !pg.units[i].resident;
 	claim_units(at, n);
-	trim_kept(made);
+	take_kept(at, n);
 	bool clean = true;
 	for (size_t i = at; i < at + n; i++)
 		clean = clean && !pg.units[i].resident;

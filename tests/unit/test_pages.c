@@ -19,60 +19,74 @@
 #define STEPS 4000
 #define MB ((size_t)1 << 20)
 
-static uint64_t kept_units(uint64_t *released)
+static uint64_t kept_units(uint64_t *released, uint64_t *reused)
 {
 	struct rt_stats st;
 	rt_stats_get(&st);
 	*released = st.released_units;
+	*reused = st.reused_units;
 	return st.kept_units;
 }
 
-/* Empty units kept for the next block go back once a block they cannot hold makes
- * new units resident: a hole of 2 units between two blocks is kept when its block is
- * freed, and given back when a block of 4 units is faulted in elsewhere. (In a child
- * forked first: on a heap that holds nothing else.) */
-static void kept_units_trimmed(void)
+/* Empty units kept for the next block are moved into a block they cannot hold where it
+ * lies, in place of units it would fault in new: a hole of 2 units between two blocks
+ * is kept when its block is freed, and its pages are moved into a block of 4 units
+ * made elsewhere (dsize: whole units, or a run of pages across them), none given
+ * back; that block, calloc'd, reads as zero all the same. (In a child forked first:
+ * on a heap that holds nothing else.) */
+static void kept_units_moved(size_t dsize)
 {
 	CHECK(rt_init());
-	uint64_t r0, r1, r2;
+	uint64_t r0, r1, r2, u0, u1, u2;
 	unsigned char *a = rt_malloc(4 * MB), *b = rt_malloc(4 * MB), *c = rt_malloc(4 * MB);
 	CHECK(a && b && c);
 	if (!a || !b || !c)
 		return;
 	memset(b, 1, 4 * MB);
-	uint64_t k0 = kept_units(&r0);
+	uint64_t k0 = kept_units(&r0, &u0);
 	rt_free(b);
-	uint64_t k1 = kept_units(&r1);
+	uint64_t k1 = kept_units(&r1, &u1);
 	CHECK_EQ(k1, k0 + 2);
-	unsigned char *d = rt_malloc(8 * MB);
+	unsigned char *d = rt_calloc(1, dsize);
 	CHECK(d != NULL);
-	uint64_t k2 = kept_units(&r2);
+	if (!d)
+		return;
+	uint64_t k2 = kept_units(&r2, &u2);
 	CHECK_EQ(k2, k0);
-	CHECK_EQ(r2 - r1, 2);
-	/* and a block the kept units hold takes them: none given back */
+	CHECK_EQ(r2, r1);
+	CHECK_EQ(u2 - u1, 2);
+	CHECK(d < b || d >= b + 4 * MB);
+	size_t nonzero = 0;
+	for (size_t i = 0; i < dsize; i += 64)
+		nonzero += d[i] != 0;
+	CHECK_EQ(nonzero, 0);
+	/* and a block the kept units hold takes them where they are: none given back */
 	rt_free(c);
-	uint64_t k3 = kept_units(&r1);
+	uint64_t k3 = kept_units(&r1, &u1);
 	unsigned char *e = rt_malloc(4 * MB);
 	CHECK(e != NULL);
-	CHECK_EQ(kept_units(&r2), k3 - 2);
+	CHECK_EQ(kept_units(&r2, &u2), k3 - 2);
 	CHECK_EQ(r2, r1);
 	rt_free(a);
 	rt_free(d);
 	rt_free(e);
 }
 
-static void test_kept_units_trimmed(void)
+static void test_kept_units_moved(void)
 {
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		kept_units_trimmed();
+	const size_t sizes[] = { 8 * MB, 7 * MB + 4096 };
+	for (size_t i = 0; i < 2; i++) {
 		fflush(stdout);
-		_exit(check_fails_ ? 1 : 0);
+		pid_t pid = fork();
+		if (pid == 0) {
+			kept_units_moved(sizes[i]);
+			fflush(stdout);
+			_exit(check_fails_ ? 1 : 0);
+		}
+		int st = 0;
+		waitpid(pid, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
-	int st = 0;
-	waitpid(pid, &st, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 static void test_random_sequence(void)
@@ -139,7 +153,7 @@ static void test_long_runs_pack(void)
 
 int main(void)
 {
-	RUN(test_kept_units_trimmed);
+	RUN(test_kept_units_moved);
 	RUN(test_long_runs_pack);
 	RUN(test_random_sequence);
 	return CHECK_DONE();
