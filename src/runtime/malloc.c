@@ -261,6 +261,24 @@ static size_t span_usable(const struct span *s)
 	return s->kind == SPAN_SMALL ? class_size(s->cls) : s->npages << PAGE_SHIFT;
 }
 
+/* Counts a malloc or free of a block past the objects' classes, and the bytes it took
+ * out of the heap (or gave back): on the counts of thread cache t while it is live (t:
+ * tc_get()), so that two threads' blocks do not share a line (a global count on
+ * every realloc of bench/kernels/malloc realloc took 4% of its time with 2 threads). */
+static void count_call(struct tcache *t, bool is_malloc, int64_t bytes)
+{
+	count_by(t, bytes);
+	if (!t) {
+		atomic_fetch_add_explicit(is_malloc ? &counts.mallocs : &counts.frees, 1, memory_order_relaxed);
+		return;
+	}
+	if (is_malloc)
+		t->d_mallocs++;
+	else
+		t->d_frees++;
+	flush_counts(t, false);
+}
+
 /* A block above SMALL_MAX: a run of pages, or whole units (whole: always units). */
 static void *big_alloc(size_t size, size_t align, bool *clean, bool whole)
 {
@@ -277,25 +295,8 @@ static void *big_alloc(size_t size, size_t align, bool *clean, bool whole)
 		return NULL;
 	if (clean)
 		*clean = s->clean;
-	count_out((int64_t)span_usable(s));
-	atomic_fetch_add_explicit(&counts.mallocs, 1, memory_order_relaxed);
+	count_call(tc_get(), true, (int64_t)span_usable(s));
 	return (void *)s->start;
-}
-
-/* Counts a malloc or free of a fitted block, and the bytes it took out of its arena
- * (or gave back): on the counts of thread cache t while it is live (t: tc_get()). */
-static void count_fit(struct tcache *t, bool is_malloc, int64_t bytes)
-{
-	count_by(t, bytes);
-	if (!t) {
-		atomic_fetch_add_explicit(is_malloc ? &counts.mallocs : &counts.frees, 1, memory_order_relaxed);
-		return;
-	}
-	if (is_malloc)
-		t->d_mallocs++;
-	else
-		t->d_frees++;
-	flush_counts(t, false);
 }
 
 /* A block above FIT_MIN and below FIT_MAX, fitted to 64 bytes (fit.c), from the
@@ -306,7 +307,7 @@ static void *fit_block(size_t size)
 	struct tcache *t = tc_get();
 	void *p = fit_alloc(size, t && t->owner ? t->owner - 1 : 0, &fresh);
 	if (p)
-		count_fit(t, true, (int64_t)fresh);
+		count_call(t, true, (int64_t)fresh);
 	return p;
 }
 
@@ -387,11 +388,10 @@ static __attribute__((noinline)) void big_free(void *p)
 		return;
 	}
 	if (s->kind == SPAN_FIT) {
-		count_fit(tc_get(), false, -(int64_t)fit_free(s, p));
+		count_call(tc_get(), false, -(int64_t)fit_free(s, p));
 		return;
 	}
-	count_out(-(int64_t)span_usable(s));
-	atomic_fetch_add_explicit(&counts.frees, 1, memory_order_relaxed);
+	count_call(tc_get(), false, -(int64_t)span_usable(s));
 	pages_free(s);
 }
 
@@ -468,20 +468,20 @@ void *rt_realloc(void *p, size_t size)
 	if (s && s->kind == SPAN_FIT && fit_size(size)) {
 		size_t now;
 		if (fit_resize(s, p, size, &now)) {
-			count_out((int64_t)now - (int64_t)have);
+			count_by(tc_get(), (int64_t)now - (int64_t)have);
 			return p;
 		}
 	} else if (s && (s->kind == SPAN_LARGE || s->kind == SPAN_OUTSIDE) && size > MEDIUM_MAX) {
 		size_t before = have;
 		if (pages_resize_large(s, size)) {
-			count_out((int64_t)span_usable(s) - (int64_t)before);
+			count_by(tc_get(), (int64_t)span_usable(s) - (int64_t)before);
 			return (void *)s->start;
 		}
 	} else if (size <= have && size >= have / 2) {
 		return p;
 	} else if (s && s->kind == SPAN_MEDIUM && size > SMALL_MAX &&
 		   pages_resize_run(s, (size + PAGE_SIZE - 1) >> PAGE_SHIFT)) {
-		count_out((int64_t)span_usable(s) - (int64_t)have);
+		count_by(tc_get(), (int64_t)span_usable(s) - (int64_t)have);
 		return p;
 	}
 	/* A block realloc grows past 1 MiB moves to whole units, as it did before runs
