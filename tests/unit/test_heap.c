@@ -325,18 +325,21 @@ static void realloc_freed(void)
 }
 
 /* A thread's first span of a class is short (class_first_pages: two objects or more,
- * not 16 KiB or more), its next ones whole; free checks a pointer into the short
- * span's head, before its first object, as inside a block (its page info goes on
- * from where a whole span's would be). */
+ * not 16 KiB or more), each next one twice as long up to a whole span; free checks a
+ * pointer into the short span's head, before its first object, as inside a block (its
+ * page info goes on from where a whole span's would be). */
+#define FIRST_SPANS_OBJECTS 96
 static uintptr_t short_head;
 static void *short_kept; /* the span's first object, kept so that the span stays */
 
 static void *first_spans(void *arg)
 {
-	size_t n = (size_t)(uintptr_t)arg, made = 0, whole = 0, bad = 0;
+	size_t n = (size_t)(uintptr_t)arg, bad = 0, spans = 0, want = 0;
+	bool doubled = true, whole = false;
+	uintptr_t last = 0;
 	unsigned c = class_of(n);
-	void *o[24];
-	for (int i = 0; i < 24; i++) {
+	void *o[FIRST_SPANS_OBJECTS];
+	for (int i = 0; i < FIRST_SPANS_OBJECTS; i++) {
 		o[i] = rt_malloc(n);
 		bool in_range;
 		struct span *s = o[i] ? pages_lookup(o[i], &in_range) : NULL;
@@ -345,21 +348,25 @@ static void *first_spans(void *arg)
 			continue;
 		}
 		memset(o[i], i + 1, n);
-		if (i == 0) {
-			made = s->npages == class_first_pages(c) && s->first == class_pages(c) - s->npages;
+		if (s->start == last)
+			continue;
+		/* a new span: the first short, each after twice the one before, or whole */
+		last = s->start;
+		want = spans++ ? (2 * want < class_pages(c) ? 2 * want : class_pages(c))
+			       : class_first_pages(c);
+		doubled = doubled && s->npages == want && s->first == class_pages(c) - s->npages;
+		whole = whole || (s->first == 0 && s->npages == class_pages(c));
+		if (i == 0)
 			short_head = s->start;
-		} else if (s->first == 0) {
-			whole += s->npages == class_pages(c);
-		}
 	}
-	for (int i = 0; i < 24; i++) {
+	for (int i = 0; i < FIRST_SPANS_OBJECTS; i++) {
 		if (o[i] && ((unsigned char *)o[i])[n - 1] != i + 1)
 			bad++;
 		if (i > 0)
 			rt_free(o[i]);
 	}
 	short_kept = o[0];
-	return (void *)(uintptr_t)(bad ? 0 : made + (whole > 0) * 2);
+	return (void *)(uintptr_t)(bad ? 0 : doubled + whole * 2 + (spans > 2) * 4);
 }
 
 static void free_short_head(void)
@@ -379,7 +386,7 @@ static void test_first_span_short(void)
 		void *r;
 		pthread_create(&t, NULL, first_spans, (void *)(uintptr_t)sizes[k]);
 		pthread_join(t, &r);
-		CHECK_EQ((uintptr_t)r, 3); /* short first span, a whole one after */
+		CHECK_EQ((uintptr_t)r, 7); /* short first spans doubling, whole ones after */
 		size_t skip = (size_t)(class_pages(c) - class_first_pages(c)) * PAGE_SIZE;
 		if (skip % class_size(c)) { /* the head is no object's */
 			int st = child_status(free_short_head);
