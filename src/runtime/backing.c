@@ -107,14 +107,10 @@ int range_advice(void)
 	return MADV_HUGEPAGE;
 }
 
-/* Whether auto's heap, on base pages still, of DENSE_UNITS or more and no larger for
- * DENSE_NS, has so few of its units' pages not resident (a 16th) that THP costs it
- * no more memory than at PROMOTE_UNITS, where the last partly used unit of each tier
- * is a 16th of the heap: a heap that churns has touched nearly all of its units. The
- * mixed malloc kernel's heap (17 units, 2 threads) had 3.4% of its pages not
- * resident, and ran at 0.79x mimalloc's speed on base pages, 0.97x on THP from its
- * start. Looks at most every DENSE_NS; without the lock (the units' states are read
- * under it). */
+/* Whether auto's heap, on base pages still and of DENSE_UNITS or more, has so few of
+ * its units' pages not resident (a quarter) that THP costs it little more memory than
+ * it has (units.h). Looks at most every DENSE_NS; without the lock (the units' states
+ * are read under it). */
 static bool heap_dense(void)
 {
 	uint64_t now = sp_os->now_ns(), at = atomic_load_explicit(&pg.dense_at, memory_order_relaxed);
@@ -123,9 +119,7 @@ static bool heap_dense(void)
 		return false;
 	size_t in[PROMOTE_UNITS], n = 0;
 	pthread_mutex_lock(&pg.lock);
-	bool grew = pg.st.units_peak != pg.dense_peak;
-	pg.dense_peak = pg.st.units_peak;
-	for (size_t u = 0; u < pg.frontier && n < PROMOTE_UNITS && !grew; u++)
+	for (size_t u = 0; u < pg.frontier && n < PROMOTE_UNITS; u++)
 		if ((pg.units[u].state == U_HEAP && !pg.units[u].mapping) || pg.units[u].state == U_LARGE)
 			in[n++] = u;
 	pthread_mutex_unlock(&pg.lock);
@@ -139,7 +133,7 @@ static bool heap_dense(void)
 			return false;
 		for (size_t p = 0; p < PAGES_PER_UNIT; p++)
 			absent += !(vec[p] & 1);
-		if (absent * 16 > n * PAGES_PER_UNIT)
+		if (absent * 4 > n * PAGES_PER_UNIT)
 			return false;
 	}
 	rt_verbose(2, "the heap's %zu units are resident but for %zu pages: on THP from now on", n,

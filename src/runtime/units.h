@@ -24,12 +24,16 @@ enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, NTIER };
  * huge pages to pay (a small program would only pay their memory: a unit touched
  * once is a whole 2 MiB resident); --backing thp starts on THP. */
 #define PROMOTE_UNITS 32    /* 64 MiB of heap */
-/* ... or, from DENSE_UNITS on, once its units are all but resident on base pages
- * already (all but a 16th of their pages) and it grew no more for DENSE_NS: THP
- * costs it no more memory then than at PROMOTE_UNITS (backing.c). 16 MiB: beyond
- * what an L2 TLB of 3072 entries (this machine's) reaches on 4 KiB pages. */
-#define DENSE_UNITS 8
-#define DENSE_NS 50000000ull /* 50 ms */
+/* ... or, from DENSE_UNITS on, once its units are resident on base pages but for a
+ * quarter of their pages: a heap that churns touches what it is given, and one that
+ * grows fast is better on THP from its start (a unit faulted in at 4 KiB and then
+ * collapsed costs twice). 6 MiB: the mixed malloc kernel (bench/kernels/malloc, 2
+ * threads), a heap of 17 units grown in 70 ms, ran at 0.78x mimalloc's speed when
+ * it went on THP at 16 MiB and a 16th, 0.965x with this, 1.025x on THP from its
+ * start (ops per CPU-second, medians of 11 alternating rounds); git fast-import's heap, 3 units 60-97% not resident, stays on base pages. Auto
+ * looks every DENSE_NS (backing.c). */
+#define DENSE_UNITS 3
+#define DENSE_NS 10000000ull /* 10 ms */
 
 struct unit {
 	uint64_t free[PAGES_PER_UNIT / 64]; /* HEAP: 1 = free page */
@@ -86,7 +90,6 @@ struct pages {
 	bool small_first;
 	_Atomic bool promoted, promote_pending;
 	_Atomic uint64_t dense_at; /* when auto last looked whether the heap is dense */
-	size_t dense_peak;	   /* units_peak then (under the lock) */
 	struct page_counts st;
 };
 extern struct pages pg;

@@ -1,9 +1,8 @@
 /* test_dense_fake.c - auto's heap on the fake kernel (its memory is real: mincore says
  * what is resident), below the 64 MiB at which auto puts any heap on THP: a heap of
- * 8 units or more whose pages were mostly never touched stays on base pages; once
- * they are all but resident, and the heap grew no more for DENSE_NS, it goes on THP
- * (it costs no memory then). The fake kernel is in place before the runtime starts:
- * a constructor of a higher priority than the runtime's. */
+ * DENSE_UNITS or more whose pages were mostly never touched stays on base pages; once
+ * they are resident but for a quarter, it goes on THP at auto's next look (units.h). The fake kernel is in place before the
+ * runtime starts: a constructor of a higher priority than the runtime's. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +16,8 @@
 #include "units.h"
 
 #define MB ((size_t)1 << 20)
-#define NBLK 20
-#define BLK (3 * MB / 2) /* a run of pages across units: 1.5 MiB, 20 of them 15 units */
-#define LAST (395 * MB / 100) /* two whole units, with the objects' unit a 16th free */
+#define NBLK 6
+#define BLK (7 * MB / 4) /* a run of pages across units: 1.75 MiB, 6 of them 5.25 units */
 
 __attribute__((constructor(101))) static void on_fake_kernel(void)
 {
@@ -36,28 +34,31 @@ static uint64_t units_on(enum sp_backing b)
 	return st.units[b];
 }
 
-/* Time passes and the page heap places a run (auto looks whether the heap is dense
- * after such an allocation), looks times. */
+/* Time passes, and auto looks whether the heap is dense (as it does after the page
+ * heap places a run), looks times. */
 static void time_passes(int looks)
 {
 	for (int i = 0; i < looks; i++) {
 		fk_clock_advance(2 * DENSE_NS);
-		void *p = rt_malloc(200 * 1024);
-		CHECK(p != NULL);
-		rt_free(p);
+		maybe_promote();
 	}
 }
 
 static void test_dense_heap_promoted(void)
 {
-	static unsigned char *b[NBLK + 1];
+	static unsigned char *b[NBLK];
 	CHECK(rt_init());
 	/* (The fake's memory is the real kernel's: on base pages, whatever THP mode the
 	 * machine is in, or a test that sets "always" for a while makes it resident.) */
 	uintptr_t lo, hi;
 	pages_range(&lo, &hi);
 	CHECK(madvise((void *)lo, hi - lo, MADV_NOHUGEPAGE) == 0);
-	for (int i = 0; i < NBLK; i++) {
+	b[0] = rt_malloc(BLK);
+	CHECK(b[0] != NULL);
+	if (!b[0])
+		return;
+	memset(b[0], 1, BLK);
+	for (int i = 1; i < NBLK; i++) {
 		b[i] = rt_malloc(BLK);
 		CHECK(b[i] != NULL);
 		if (!b[i])
@@ -70,26 +71,17 @@ static void test_dense_heap_promoted(void)
 	/* Mostly never touched: THP would make every unit resident whole. */
 	CHECK_EQ(units_on(SP_BACKING_THP), 0);
 	CHECK_EQ(fk_madvise_calls(MADV_COLLAPSE), 0);
-	for (int i = 0; i < NBLK; i++)
+	/* All but resident (but for the unit of the heap's few small objects): on THP at
+	 * the next look, the units collapsed, every byte kept. */
+	for (int i = 1; i < NBLK; i++)
 		memset(b[i] + 1, i + 1, BLK - 1);
-	/* All but resident (but for the unit of the heap's few small objects), but it
-	 * grew since the last look: not yet. */
-	b[NBLK] = rt_malloc(LAST);
-	CHECK(b[NBLK] != NULL);
-	if (!b[NBLK])
-		return;
-	memset(b[NBLK], NBLK + 1, LAST);
-	CHECK(units_on(SP_BACKING_4K) > base);
-	time_passes(1);
-	CHECK_EQ(units_on(SP_BACKING_THP), 0);
-	/* It held: on THP, the units collapsed, every byte kept. */
 	time_passes(1);
 	CHECK_EQ(units_on(SP_BACKING_4K), 0);
 	CHECK(units_on(SP_BACKING_THP) >= base);
 	CHECK(fk_madvise_calls(MADV_COLLAPSE) >= (int)base);
 	size_t wrong = 0;
-	for (int i = 0; i <= NBLK; i++) {
-		for (size_t k = 0; k < (i < NBLK ? BLK : LAST); k += 4096)
+	for (int i = 0; i < NBLK; i++) {
+		for (size_t k = 0; k < BLK; k += 4096)
 			wrong += b[i][k] != (unsigned char)(i + 1);
 		rt_free(b[i]);
 	}
