@@ -40,7 +40,7 @@ static bool judge(const struct bench_variant *v, const struct bench_memory *m, d
 	if (!strcmp(b, "auto")) {
 		*wanted = *cov;
 		/* auto may keep a heap below 64 MiB on base pages, by design: one with more
-		 * than a quarter of its units' pages never touched (superpage-run(7)). */
+		 * than an eighth of its units' pages never touched (superpage-run(7)). */
 		if (*cov >= 0.9 || m->data < 64 * MIB)
 			return true;
 		snprintf(why, len, "only %.0f%% of %llu MiB of data on huge pages", 100 * *cov,

@@ -108,7 +108,7 @@ int range_advice(void)
 }
 
 /* Whether auto's heap, on base pages still and of DENSE_UNITS or more, has so few of
- * its units' pages not resident (a quarter) that THP costs it little more memory than
+ * its units' pages not resident (an eighth) that THP costs it little more memory than
  * it has (units.h). Looks at most every DENSE_NS; without the lock (the units' states
  * are read under it). */
 static bool heap_dense(void)
@@ -133,7 +133,7 @@ static bool heap_dense(void)
 			return false;
 		for (size_t p = 0; p < PAGES_PER_UNIT; p++)
 			absent += !(vec[p] & 1);
-		if (absent * 4 > n * PAGES_PER_UNIT)
+		if (absent * 8 > n * PAGES_PER_UNIT)
 			return false;
 	}
 	rt_verbose(2, "the heap's %zu units are resident but for %zu pages: on THP from now on", n,

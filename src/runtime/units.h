@@ -24,14 +24,15 @@ enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, NTIER };
  * huge pages to pay (a small program would only pay their memory: a unit touched
  * once is a whole 2 MiB resident); --backing thp starts on THP. */
 #define PROMOTE_UNITS 32    /* 64 MiB of heap */
-/* ... or, from DENSE_UNITS on, once its units are resident on base pages but for a
- * quarter of their pages: a heap that churns touches what it is given, and one that
+/* ... or, from DENSE_UNITS on, once its units are resident on base pages but for an
+ * eighth of their pages: a heap that churns touches what it is given, and one that
  * grows fast is better on THP from its start (a unit faulted in at 4 KiB and then
  * collapsed costs twice). 6 MiB: the mixed malloc kernel (bench/kernels/malloc, 2
  * threads), a heap of 17 units grown in 70 ms, ran at 0.78x mimalloc's speed when
- * it went on THP at 16 MiB and a 16th, 0.965x with this, 1.025x on THP from its
- * start (ops per CPU-second, medians of 11 alternating rounds); git fast-import's heap, 3 units 60-97% not resident, stays on base pages. Auto
- * looks every DENSE_NS (backing.c). */
+ * it went on THP at 16 MiB and a 16th, 0.93-1.01x with this (compare.sh, on a noisy
+ * host), 1.03x on THP from its start. git fast-import's heap, 3 units 60-97% not
+ * resident, stays on base pages; git gc --aggressive's peaked at 24.1 MB (28.2 with
+ * a quarter; 19.0 MB plain). Auto looks every DENSE_NS (backing.c). */
 #define DENSE_UNITS 3
 #define DENSE_NS 10000000ull /* 10 ms */
 
