@@ -29,10 +29,11 @@ enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, NTIER };
  * grows fast is better on THP from its start (a unit faulted in at 4 KiB and then
  * collapsed costs twice). 6 MiB: the mixed malloc kernel (bench/kernels/malloc, 2
  * threads), a heap of 17 units grown in 70 ms, ran at 0.78x mimalloc's speed when
- * it went on THP at 16 MiB and a 16th, 0.93-1.01x with this (compare.sh, on a noisy
- * host), 1.03x on THP from its start. git fast-import's heap, 3 units 60-97% not
- * resident, stays on base pages; git gc --aggressive's peaked at 24.1 MB (28.2 with
- * a quarter; 19.0 MB plain). Auto looks every DENSE_NS (backing.c). */
+ * it went on THP at 16 MiB and a 16th, 0.92-1.01x with this or a quarter
+ * (compare.sh, on a noisy host), 1.03x on THP from its start. git fast-import's heap,
+ * 3 units 60-97% not resident, stays on base pages; git gc --aggressive's peaked at
+ * 23.8 MB on base pages, 28.1 MB when it went over (it did in 1 run of 3; with a
+ * quarter, in every run; 19.2 MB plain). Auto looks every DENSE_NS (backing.c). */
 #define DENSE_UNITS 3
 #define DENSE_NS 10000000ull /* 10 ms */
 
