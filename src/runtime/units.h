@@ -33,7 +33,7 @@ enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, NTIER };
  * (compare.sh, on a noisy host), 1.03x on THP from its start. git fast-import's heap,
  * 3 units 60-97% not resident, stays on base pages; git gc --aggressive's peaked at
  * 23.8 MB on base pages, 28.1 MB when it went over (it did in 1 run of 3; with a
- * quarter, in every run; 19.2 MB plain). Auto looks every DENSE_NS (backing.c). */
+ * quarter, in both runs measured; 19.2 MB plain). Auto looks every DENSE_NS (backing.c). */
 #define DENSE_UNITS 3
 #define DENSE_NS 10000000ull /* 10 ms */
 
