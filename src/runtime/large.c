@@ -16,8 +16,8 @@ size_t find_units(size_t n, size_t align)
 {
 	size_t phase = (pg.base >> UNIT_SHIFT) & (align - 1);
 	/* The free run that makes the fewest new units resident (empty units kept
-	 * resident first: a block that faults new units in beside them makes them go,
-	 * take_kept), then the lowest. */
+	 * resident first: a block that needs new units beside them takes their pages
+	 * by mremap, take_kept, which costs a call a unit), then the lowest. */
 	size_t best = SIZE_MAX, best_cost = SIZE_MAX;
 	for (size_t u = bits_next(pg.freebits, 0, pg.frontier, true); u < pg.frontier && best_cost;) {
 		size_t e = bits_next(pg.freebits, u, pg.frontier, false);

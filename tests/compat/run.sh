@@ -121,7 +121,9 @@ thp_always() { # sets THP to always, or thp_why and fails (not in a subshell: it
 # The promote mode's programs start on base pages, as this machine has them.
 thp_not_always() {
 	thp_why=''
-	sysfs_thp_not_always || thp_why="THP is always and $thp cannot be set to madvise"
+	sysfs_thp_not_always && return 0
+	thp_why="THP is always and $thp cannot be set to madvise"
+	return 1
 }
 thp_restore() { sysfs_restore_one "$thp"; }
 cleanup() {
