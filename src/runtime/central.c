@@ -262,12 +262,10 @@ static void take_from(struct span *s, size_t size, unsigned n, void **list, unsi
 static unsigned spans_made(unsigned me, unsigned cls)
 {
 	uint8_t *k = me ? &lists.slots[me - 1].made[cls] : &lists.classes[cls].made;
-	unsigned whole = class_pages(cls), np = class_first_pages(cls);
-	for (unsigned i = 0; i < *k && np < whole; i++)
-		np *= 2;
-	if (np < whole)
+	unsigned np = class_span_pages(cls, *k);
+	if (np < class_pages(cls))
 		(*k)++;
-	return np < whole ? np : whole;
+	return np;
 }
 
 /* From the slot's own spans first, then orphans it adopts, then a new span. */

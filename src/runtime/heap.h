@@ -70,6 +70,16 @@ static inline unsigned class_pages(unsigned c) { return class_npages[c]; }
 /* Pages in a thread's first span of the class, which holds two objects or more: the
  * last pages of a span of class_pages (central.c). */
 static inline unsigned class_first_pages(unsigned c) { return class_first_npages[c]; }
+/* Pages in a thread's span k (from 0) of the class: its first, each after it twice as
+ * long, up to class_pages; the short ones are the last pages of a whole span
+ * (central.c). */
+static inline unsigned class_span_pages(unsigned c, unsigned k)
+{
+	unsigned np = class_first_pages(c), whole = class_pages(c);
+	for (unsigned i = 0; i < k && np < whole; i++)
+		np *= 2;
+	return np < whole ? np : whole;
+}
 /* Objects moved at once between a thread's cache and the central list. */
 static inline unsigned class_batch(unsigned c) { return class_batches[c]; }
 
@@ -86,8 +96,8 @@ struct span {
 	uint8_t cls;           /* SPAN_SMALL */
 	uint8_t clean;         /* memory known to be zero (fresh from the kernel) */
 	uint8_t first;         /* SPAN_SMALL: the index its first page has in the page
-	                          info (nonzero: a thread's first span of the class,
-	                          the last pages of a whole one) */
+	                          info (nonzero: one of a thread's first, short spans
+	                          of the class, the last pages of a whole one) */
 	uint16_t owner;        /* SPAN_SMALL: the thread slot whose objects these are
 	                          (1 + its index), 0 for none (central.c) */
 	uintptr_t start;

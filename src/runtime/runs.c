@@ -278,13 +278,14 @@ bool take_kept(size_t u, size_t n)
 		void *out;
 		if (pg.units[i].resident || c == NO_UNIT)
 			continue;
-		int r = refused || hugetlb || is_hugetlb(pg.units[c].backing) ? -EINVAL :
+		bool movable = !refused && !hugetlb && !is_hugetlb(pg.units[c].backing);
+		int r = !movable ? -EINVAL :
 			sp_os->mremap((void *)unit_addr((size_t)c), UNIT_SIZE, UNIT_SIZE,
 				      MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
 				      (void *)unit_addr(i), &out);
 		cache_remove(c);
 		if (r < 0) {
-			if (!refused && !hugetlb && !is_hugetlb(pg.units[c].backing)) {
+			if (movable) {
 				refused = r == -EINVAL;
 				plain_units(i, 1); /* (a refused move may have unmapped it) */
 			}

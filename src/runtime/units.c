@@ -189,23 +189,17 @@ void pages_stats(struct rt_stats *st)
 	pthread_mutex_unlock(&pg.lock);
 }
 
-/* Recomputes what the page heap keeps counted and listed, from the units' bitmaps
- * and the page map, and compares: the first difference found (*unit: where), or
- * NULL. For the tests, after each step of a random sequence; it walks every page,
- * under the lock. */
 /* A span of objects agrees with its class: whole, or one of a thread's first, short
- * ones (the last pages of a whole one: class_first_pages, or twice a short one's,
- * central.c); its objects end where a whole span's do, and its
- * pages' info is its class and their indexes in a whole span (what free checks). */
+ * ones (class_span_pages); its objects end where a whole span's do, and its pages'
+ * info is its class and their indexes in a whole span (what free checks). */
 static bool small_span_ok(const struct span *s)
 {
-	unsigned c = s->cls;
+	unsigned c = s->cls, k = 0;
 	if (c >= NCLASS || s->npages + s->first != class_pages(c))
 		return false;
-	size_t np = class_first_pages(c); /* (a short one: the first, or twice one before) */
-	while (s->first && np < s->npages)
-		np *= 2;
-	if (s->first && np != s->npages)
+	while (s->first && class_span_pages(c, k) < s->npages)
+		k++;
+	if (s->first && class_span_pages(c, k) != s->npages)
 		return false;
 	uintptr_t origin = s->start - ((uintptr_t)s->first << PAGE_SHIFT);
 	if (s->end != origin + class_info[c].limit || s->bump > s->end)
@@ -217,6 +211,10 @@ static bool small_span_ok(const struct span *s)
 	return true;
 }
 
+/* Recomputes what the page heap keeps counted and listed, from the units' bitmaps
+ * and the page map, and compares: the first difference found (*unit: where), or
+ * NULL. For the tests, after each step of a random sequence; it walks every page,
+ * under the lock. */
 const char *pages_check(size_t *unit)
 {
 	const char *bad = NULL;
