@@ -322,6 +322,7 @@ struct sp_account {
 	uint64_t released_units, reused_units;            /* units given back, kept and reused */
 	uint64_t unit_used_bytes, unit_free_bytes, full_unit_bytes, kept_units;
 	uint64_t falls;            /* rungs asked for and not had, all reasons */
+	uint64_t falls_by[SP_FALL_COUNT]; /* the same by reason (enum sp_fall) */
 };
 /* 0; -ENOENT if pid publishes none (not under superpage run, or not yet); -EACCES or
  * -EPERM if its memory cannot be read; -ESRCH if it is gone; -EAGAIN if it kept
@@ -330,6 +331,66 @@ int sp_account_read(pid_t pid, struct sp_account *out);
 /* A process's command name (/proc/PID/comm, no newline) into buf; its length, or
  * -errno (buf then ""). */
 int sp_comm_read(pid_t pid, char *buf, size_t len);
+
+/* ---------- the machine at once: every process, every cgroup ---------- */
+
+/* How a process's huge bytes are counted: PAGEMAP_SCAN (Linux 6.7: the page tables'
+ * huge entries, no per-page accounting) or smaps_rollup (every page, as smaps does);
+ * auto takes PAGEMAP_SCAN where the kernel has it. */
+enum sp_scan { SP_SCAN_AUTO = 0, SP_SCAN_PAGEMAP, SP_SCAN_ROLLUP };
+const char *sp_scan_name(enum sp_scan s); /* "auto", "pagemap", "rollup" */
+
+#define SP_PROC_HUGETLB_SIZES 4
+struct sp_proc {
+	pid_t pid;
+	uid_t uid;                 /* real uid */
+	char comm[32];
+	char cgroup[SP_PATH_LEN];  /* its memory cgroup ("/system.slice/x.service"), "" if none */
+	uint64_t rss_bytes;        /* resident, hugetlb included (VmRSS + HugetlbPages) */
+	uint64_t huge_bytes;       /* on huge pages: mapped by a PMD (THP), and hugetlb */
+	uint64_t thp_bytes, hugetlb_bytes;
+	struct { uint64_t page_size, bytes; } hugetlb[SP_PROC_HUGETLB_SIZES]; /* by size */
+	enum sp_scan scan;         /* how huge_bytes was counted */
+	int account_rc;            /* sp_account_read's: 0 for a process under superpage run */
+	struct sp_account account;
+};
+/* One process, read cheaply (/proc/PID/status counters, then PAGEMAP_SCAN or
+ * smaps_rollup; smaps only when it holds hugetlb pages, for their sizes). 0; -ESRCH
+ * if it is gone, -ENODATA if it maps nothing (a kernel thread, a zombie), -EACCES or
+ * -EPERM if it cannot be read, -ENOTTY if SP_SCAN_PAGEMAP was asked and the kernel
+ * has none. */
+int sp_proc_read(pid_t pid, enum sp_scan how, struct sp_proc *out);
+/* The pids of /proc, ascending, into a malloc'd array (*out; free() it). Their
+ * number, or -errno. */
+long sp_pids(pid_t **out);
+
+/* What /proc/meminfo says of huge pages, machine-wide. */
+struct sp_meminfo {
+	uint64_t total, available;           /* MemTotal, MemAvailable */
+	uint64_t anon_thp, shmem_thp, file_thp; /* AnonHugePages, ShmemPmdMapped, FilePmdMapped */
+	uint64_t hugetlb;                    /* Hugetlb: every pool, pages in use or not */
+	uint64_t hugetlb_used;               /* pages in use (total - free), every size */
+};
+int sp_meminfo_read(struct sp_meminfo *out);
+
+/* A memory cgroup: memory.stat (hierarchical: its descendants included) and the
+ * hugetlb controller's usage where it is mounted. */
+struct sp_cgroup {
+	char path[SP_PATH_LEN];    /* from the hierarchy's root: "/", "/system.slice" */
+	int version;               /* 1 or 2 */
+	int depth;                 /* "/" is 0 */
+	uint64_t anon, anon_thp, file, file_thp, shmem, shmem_thp; /* bytes (v1: rss,
+	                              rss_huge, cache, -, shmem, -) */
+	bool hugetlb_known;        /* the hugetlb controller is there */
+	struct { uint64_t page_size, bytes; } hugetlb[SP_PROC_HUGETLB_SIZES];
+	uint64_t hugetlb_bytes;
+};
+/* Every memory cgroup, parents before children, into a malloc'd array (*out; free()
+ * it): their number; -ENOENT if no memory controller is mounted, or -errno. */
+long sp_cgroups_read(struct sp_cgroup **out);
+/* bytes on huge pages, and all its memory: anon + file + hugetlb. */
+uint64_t sp_cgroup_huge(const struct sp_cgroup *c);
+uint64_t sp_cgroup_bytes(const struct sp_cgroup *c);
 
 /* ---------- promote: a running process's memory collapsed onto huge pages ---------- */
 

@@ -38,6 +38,26 @@
 #endif
 
 
+/* PAGEMAP_SCAN (Linux 6.7) for machine.c and promote_scan.c, defined here: Debian 12's
+ * headers are older. */
+#define PR_PAGEMAP_SCAN 0xc0606610ul /* _IOWR('f', 16, struct pm_scan_arg) */
+#define PR_PAGE_IS_PRESENT (1ull << 3)
+#define PR_PAGE_IS_PFNZERO (1ull << 5)
+#define PR_PAGE_IS_HUGE (1ull << 6)
+
+struct pr_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+
+struct pr_region {
+	uint64_t start, end, categories;
+};
+
+/* /proc/PID/WHAT opened through the seam: -ESRCH if the process is gone, -EACCES if
+ * it may not be read. */
+int sp_open_proc(pid_t pid, const char *what, int flags);
+
 /* ---- smaps (coverage.c) ----
  * Streams an smaps file from fd. Every mapping is added to cov (if not NULL).
  * If v is not NULL, only mappings overlapping [lo, hi) are added to v.
@@ -174,7 +194,7 @@ int sp_scan_u64(const char **s, uint64_t *out);
  * A process under superpage run publishes its heap's counts in a page of its own,
  * for superpage stat. The layout is between this build's runtime and command. */
 #define SP_LIVE_NAME "superpage-live"
-#define SP_LIVE_VERSION 1
+#define SP_LIVE_VERSION 2
 struct sp_live {
 	uint32_t magic, version;
 	uint64_t seq;               /* odd while the page is being written */
@@ -186,6 +206,7 @@ struct sp_live {
 	uint64_t large_blocks, large_bytes, released_units, reused_units;
 	uint64_t unit_used_bytes, unit_free_bytes, full_unit_bytes, kept_units;
 	uint64_t falls;             /* rungs asked for and not had, all reasons */
+	uint64_t falls_by[SP_FALL_COUNT]; /* the same by reason */
 };
 /* The publisher's page, a private mapping of a memfd named SP_LIVE_NAME (the fd is
  * closed at once); NULL if it cannot be had. */

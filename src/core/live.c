@@ -128,6 +128,7 @@ int sp_account_read(pid_t pid, struct sp_account *out)
 	out->full_unit_bytes = l.full_unit_bytes;
 	out->kept_units = l.kept_units;
 	out->falls = l.falls;
+	memcpy(out->falls_by, l.falls_by, sizeof out->falls_by);
 	return 0;
 }
 

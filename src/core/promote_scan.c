@@ -8,33 +8,6 @@
 
 #include "promote.h"
 
-/* PAGEMAP_SCAN (Linux 6.7), defined here: Debian 12's headers are older. */
-#define PR_PAGEMAP_SCAN 0xc0606610ul /* _IOWR('f', 16, struct pm_scan_arg) */
-#define PR_PAGE_IS_PRESENT (1ull << 3)
-#define PR_PAGE_IS_PFNZERO (1ull << 5)
-#define PR_PAGE_IS_HUGE (1ull << 6)
-
-struct pr_scan_arg {
-	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-
-struct pr_region {
-	uint64_t start, end, categories;
-};
-
-static int open_proc(pid_t pid, const char *what, int flags)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, what);
-	int fd = sp_os->open(path, flags, 0);
-	if (fd == -ENOENT)
-		return -ESRCH;
-	if (fd == -EPERM)
-		return -EACCES;
-	return fd;
-}
-
 void pr_skip(struct sp_promote_result *r, uint64_t start, uint64_t end, uint64_t resident,
 	     enum sp_promote_why why, enum sp_region region, int err)
 {
@@ -157,7 +130,7 @@ static int scan_one(const struct sp_smaps_map *m, void *arg)
 static int residency(struct pr_target *t)
 {
 	struct pr_region vec[512];
-	int fd = open_proc(t->pid, "pagemap", O_RDONLY);
+	int fd = sp_open_proc(t->pid, "pagemap", O_RDONLY);
 	if (fd < 0)
 		return fd;
 	int ret = 0;
@@ -240,7 +213,7 @@ static int hot_one(const struct sp_smaps_map *m, void *arg)
  * idle page tracking or soft-dirty: PAGEMAP_SCAN tells no access. */
 static int hotness(struct pr_target *t)
 {
-	int fd = open_proc(t->pid, "clear_refs", O_WRONLY);
+	int fd = sp_open_proc(t->pid, "clear_refs", O_WRONLY);
 	if (fd < 0)
 		return fd;
 	ssize_t w = sp_os->write(fd, "1", 1);
@@ -250,7 +223,7 @@ static int hotness(struct pr_target *t)
 	uint64_t t0 = sp_os->now_ns();
 	sp_os->sleep_ns(t->o->hot_ns);
 	t->r->hot_ns = sp_os->now_ns() - t0;
-	fd = open_proc(t->pid, "smaps", O_RDONLY);
+	fd = sp_open_proc(t->pid, "smaps", O_RDONLY);
 	if (fd < 0)
 		return fd;
 	int r = sp_smaps_walk(fd, NULL, hot_one, t);
@@ -282,7 +255,7 @@ static int min_present(const struct sp_promote_options *o)
 
 int pr_scan(struct pr_target *t)
 {
-	int fd = open_proc(t->pid, "smaps", O_RDONLY);
+	int fd = sp_open_proc(t->pid, "smaps", O_RDONLY);
 	if (fd < 0)
 		return fd;
 	t->thp_off = thp_off(t->pid);
@@ -315,7 +288,7 @@ static int after_one(const struct sp_smaps_map *m, void *arg)
 
 int pr_scan_after(struct pr_target *t)
 {
-	int fd = open_proc(t->pid, "smaps", O_RDONLY);
+	int fd = sp_open_proc(t->pid, "smaps", O_RDONLY);
 	if (fd < 0)
 		return fd;
 	struct sp_threads th;
@@ -343,7 +316,7 @@ static int still_one(const struct sp_smaps_map *m, void *arg)
 
 int pr_still_mapped(pid_t pid, const struct pr_range *g)
 {
-	int fd = open_proc(pid, "maps", O_RDONLY);
+	int fd = sp_open_proc(pid, "maps", O_RDONLY);
 	if (fd < 0)
 		return fd;
 	struct still s = { g, 0 };
@@ -355,7 +328,7 @@ int pr_still_mapped(pid_t pid, const struct pr_range *g)
 int pr_huge_now(pid_t pid, const struct pr_range *g, size_t k, bool *huge)
 {
 	struct pr_region vec[64];
-	int fd = open_proc(pid, "pagemap", O_RDONLY);
+	int fd = sp_open_proc(pid, "pagemap", O_RDONLY);
 	if (fd < 0)
 		return fd;
 	for (size_t i = 0; i < k; i++)

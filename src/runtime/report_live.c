@@ -69,8 +69,10 @@ void rt_live_tick(void)
 	s.full_unit_bytes = st.full_unit_bytes;
 	s.kept_units = st.kept_units;
 	for (int b = 0; b < SP_BACKING_COUNT; b++)
-		for (int f = 0; f < SP_FALL_COUNT; f++)
+		for (int f = 0; f < SP_FALL_COUNT; f++) {
 			s.falls += st.falls[b][f];
+			s.falls_by[f] += st.falls[b][f];
+		}
 	sp_live_put(live.page, &s);
 	atomic_store_explicit(&live.busy, false, memory_order_release);
 }
