@@ -24,6 +24,9 @@ int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
+/* superpage stat --all (stat_all.c): argv as cmd_stat has it. */
+int stat_all(int argc, char **argv);
+
 void usage_status(void);
 void usage_pool(void);
 void usage_stat(void);

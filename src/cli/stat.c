@@ -10,6 +10,7 @@
 void usage_stat(void)
 {
 	fputs("usage: superpage stat [--json] PID\n"
+	      "       superpage stat --all [--cgroup] [--top N] [--scan auto|pagemap|rollup] [--json]\n"
 	      "\n"
 	      "Reads /proc/PID/smaps and shows the resident memory of the process, the part\n"
 	      "on huge pages (hugetlb and transparent huge pages) and the coverage, then the\n"
@@ -19,7 +20,21 @@ void usage_stat(void)
 	      "2 MiB units by backing, free pages inside units in use, units given back and\n"
 	      "reused (reading it needs the access a debugger needs: its owner, or root).\n"
 	      "\n"
-	      "  --json   print one JSON object instead, for scripts\n",
+	      "\n"
+	      "With --all, every process instead, one line each, sorted by bytes on huge\n"
+	      "pages, under the machine's totals from /proc/meminfo: resident, huge, coverage,\n"
+	      "hugetlb by page size, and for a process under superpage run its falls by\n"
+	      "reason. Resident bytes come from /proc/PID/status, huge bytes from the page\n"
+	      "tables' huge entries (PAGEMAP_SCAN, Linux 6.7) or else smaps_rollup. Processes\n"
+	      "that end or cannot be read meanwhile are counted, not listed.\n"
+	      "\n"
+	      "  --json        print one JSON object instead, for scripts\n"
+	      "  --all         every process\n"
+	      "  --cgroup      with --all: every memory cgroup instead (memory.stat, and the\n"
+	      "                hugetlb controller where it is mounted), descendants included\n"
+	      "  --top N       with --all: the first N rows only (default 0: all)\n"
+	      "  --scan HOW    with --all: pagemap, rollup, or auto (pagemap where the kernel\n"
+	      "                has it)\n",
 	      stdout);
 }
 
@@ -120,6 +135,10 @@ static void print_live_human(int rc, const struct sp_account *l)
 	       cli_human(l->unit_used_bytes, a, sizeof a), cli_human(l->unit_free_bytes, b, sizeof b),
 	       100 * share(l->unit_free_bytes, held), 100 * share(l->full_unit_bytes, l->unit_used_bytes),
 	       (unsigned long long)l->kept_units, (unsigned long long)l->falls);
+	for (int f = 0; f < SP_FALL_COUNT; f++)
+		if (l->falls_by[f])
+			printf("    %llu fall%s: %s\n", (unsigned long long)l->falls_by[f],
+			       l->falls_by[f] == 1 ? "" : "s", sp_fall_name((enum sp_fall)f));
 }
 
 static void print_json(const struct sp_coverage *c, const char *comm, int live_rc,
@@ -188,6 +207,13 @@ static void print_json(const struct sp_coverage *c, const char *comm, int live_r
 			json_key(&j, f[k].k);
 			json_uint(&j, f[k].v);
 		}
+		json_key(&j, "falls_by");
+		json_object_begin(&j);
+		for (int k = 0; k < SP_FALL_COUNT; k++) {
+			json_key(&j, sp_fall_name((enum sp_fall)k));
+			json_uint(&j, l->falls_by[k]);
+		}
+		json_object_end(&j);
 		json_key(&j, "units");
 		json_object_begin(&j);
 		for (size_t k = 0; k < sizeof rungs / sizeof *rungs; k++) {
@@ -210,10 +236,16 @@ int cmd_stat(int argc, char **argv)
 	pid_t pid;
 	int rc;
 
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--all"))
+			return stat_all(argc, argv);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
-		if (options && !strcmp(a, "--")) {
+		if (options && (!strcmp(a, "--cgroup") || !strncmp(a, "--top", 5) ||
+				!strncmp(a, "--scan", 6))) {
+			return cli_error(EXIT_USAGE, "stat: %s goes with --all", a);
+		} else if (options && !strcmp(a, "--")) {
 			options = false;
 		} else if (options && !strcmp(a, "--json")) {
 			as_json = true;

@@ -24,3 +24,16 @@ expect_usage_error() { # name args...
 		pass "$name"
 	fi
 }
+
+# Starts $HOLD (hold_hugetlb) with its stdin on a fifo we hold open. Leaves hold_pid.
+start_hold() {
+	mkfifo "$tmp/hold_in"
+	"$HOLD" <"$tmp/hold_in" >"$tmp/hold_out" 2>&1 &
+	hold_pid=$!
+	exec {hold_in}>"$tmp/hold_in"
+	for _ in $(seq 100); do
+		grep -qE '^(ready|nomem)$' "$tmp/hold_out" && break
+		kill -0 "$hold_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+}

@@ -248,9 +248,34 @@ static void gen_maps(struct proc *p, struct text *t, bool smaps)
 		put(t, "Rss:            %8llu kB\n", (unsigned long long)rss >> 10);
 		put(t, "Referenced:     %8llu kB\n", (unsigned long long)ref >> 10);
 		put(t, "Anonymous:      %8llu kB\n", file ? 0ull : (unsigned long long)rss >> 10);
-		put(t, "AnonHugePages:  %8llu kB\n", (unsigned long long)huge >> 10);
+		put(t, "AnonHugePages:  %8llu kB\n",
+		    (m->flags & FK_HUGETLB) ? 0ull : (unsigned long long)huge >> 10);
+		put(t, "Private_Hugetlb: %7llu kB\n",
+		    (m->flags & FK_HUGETLB) ? (unsigned long long)rss >> 10 : 0ull);
 		put(t, "VmFlags: rd wr mr mw me ac%s\n", (m->flags & FK_NH) ? " nh" : "");
 	}
+}
+
+/* /proc/PID/status (the counters: resident and hugetlb kB) or smaps_rollup. */
+static void gen_totals(struct proc *p, struct text *t, bool status)
+{
+	uint64_t rss = 0, thp = 0, htlb = 0;
+	for (int i = 0; i < p->n_maps; i++) {
+		uint64_t r, h, ref;
+		usage_in(p, p->maps[i].start, p->maps[i].end, &r, &h, &ref);
+		if (p->maps[i].flags & FK_HUGETLB)
+			htlb += r;
+		else
+			rss += r, thp += h;
+	}
+	if (status)
+		put(t, "Name:\tfake\nPid:\t%d\nUid:\t1000\t1000\t1000\t1000\nVmRSS:\t%llu kB\n"
+		    "HugetlbPages:\t%llu kB\nTHP_enabled:\t%d\n", (int)p->pid,
+		    (unsigned long long)rss >> 10, (unsigned long long)htlb >> 10, !p->thp_off);
+	else
+		put(t, "Rss:            %8llu kB\nAnonHugePages:  %8llu kB\n"
+		    "Private_Hugetlb: %7llu kB\n", (unsigned long long)rss >> 10,
+		    (unsigned long long)thp >> 10, (unsigned long long)htlb >> 10);
 }
 
 /* Contents of /proc/PID/{smaps,maps,status} of a fake process: 1 and *out, 0 if path
@@ -270,8 +295,8 @@ int fkp_open(const char *path, char **out, size_t *len)
 	put(&t, "%s", "");
 	if (!strcmp(what, "smaps") || !strcmp(what, "maps"))
 		gen_maps(p, &t, what[0] == 's');
-	else if (!strcmp(what, "status"))
-		put(&t, "Name:\tfake\nPid:\t%d\nTHP_enabled:\t%d\n", pid, !p->thp_off);
+	else if (!strcmp(what, "status") || !strcmp(what, "smaps_rollup"))
+		gen_totals(p, &t, what[1] == 't');
 	else if (strcmp(what, "pagemap") && strcmp(what, "clear_refs"))
 		return free(t.p), 0;
 	*out = t.p;
@@ -401,6 +426,12 @@ int fkp_pagemap_scan(pid_t pid, void *argp)
 							  cat & a->return_mask };
 		}
 		at = unit_end;
+		/* on to the next range that has one (a scan of all of user space) */
+		uint64_t next = a->end;
+		for (int i = 0; i < p->n_units; i++)
+			if (p->units[i].a >= at && p->units[i].a < next)
+				next = p->units[i].a;
+		at = next;
 	}
 	a->walk_end = at;
 	return (int)n;
