@@ -91,6 +91,11 @@ stat_huge() {
 	"$SP" stat --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["huge_bytes"])'
 }
 
+# What a textfile directory holds besides superpage.prom (a temporary file left).
+others() { # dir
+	find "$1" -mindepth 1 ! -name superpage.prom -printf '%f '
+}
+
 # Within TOLERANCE of each other.
 close_to() { # a b
 	local d=$(($1 - $2))
@@ -193,8 +198,8 @@ test_textfile() { # (the target is running)
 		why="exit $rc: $(oneline "$tmp/out") $(oneline "$tmp/err")"
 	elif [ ! -s "$d/superpage.prom" ]; then
 		why="no $d/superpage.prom"
-	elif ls -A "$d" | grep -v '^superpage\.prom$' | grep -q .; then
-		why="left behind: $(ls -A "$d" | tr '\n' ' ')"
+	elif [ -n "$(others "$d")" ]; then
+		why="left behind: $(others "$d")"
 	elif [ "$(stat -c %a "$d/superpage.prom")" != 644 ]; then
 		why="mode $(stat -c %a "$d/superpage.prom"), want 644 (node_exporter reads it as another user)"
 	fi
@@ -209,7 +214,7 @@ test_textfile() { # (the target is running)
 		superpage_khugepaged_full_scans_total superpage_khugepaged_pages_collapsed_total \
 		superpage_cgroup_memory_bytes superpage_cgroup_huge_bytes superpage_scrape_processes \
 		superpage_scrape_seconds; do
-		grep -q "^$fam[ {]" "$d/superpage.prom" || why="$why $fam"
+		grep -q "^${fam}[ {]" "$d/superpage.prom" || why="$why $fam"
 	done
 	if [ -n "$why" ]; then fail textfile_families "missing:$why"; else pass textfile_families; fi
 
@@ -260,8 +265,8 @@ test_textfile_interval() {
 		why="not written again within 5 s"
 	elif [ "$rc" != 0 ]; then
 		why="SIGTERM: exit $rc, want 0: $(oneline "$tmp/tfi.err")"
-	elif ls -A "$d" | grep -v '^superpage\.prom$' | grep -q .; then
-		why="left behind: $(ls -A "$d" | tr '\n' ' ')"
+	elif [ -n "$(others "$d")" ]; then
+		why="left behind: $(others "$d")"
 	elif bad=$(exposition_bad "$d/superpage.prom"); then
 		why="not valid exposition: $bad"
 	fi
