@@ -22,6 +22,7 @@ int cmd_stat(int argc, char **argv);
 int cmd_promote(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 /* superpage stat --all (stat_all.c): argv as cmd_stat has it. */
@@ -33,6 +34,7 @@ void usage_stat(void);
 void usage_promote(void);
 void usage_run(void);
 void usage_bench(void);
+void usage_export(void);
 void usage_version(void);
 
 /* Prints "superpage: MESSAGE" as one line on stderr (control characters shown as

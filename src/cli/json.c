@@ -46,8 +46,7 @@ void json_object_end(struct json *j) { json_close(j, '}'); }
 void json_array_begin(struct json *j) { json_open(j, '['); }
 void json_array_end(struct json *j) { json_close(j, ']'); }
 
-/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
-static int utf8_len(const unsigned char *s)
+int json_utf8_len(const unsigned char *s)
 {
 	unsigned c = s[0];
 	int n;
@@ -97,7 +96,7 @@ static void json_quoted(FILE *f, const char *str)
 			s++;
 			continue;
 		}
-		n = utf8_len(s);
+		n = json_utf8_len(s);
 		if (n == 0) {
 			/* A byte that is not UTF-8 (a path can hold any): the replacement
 			 * character keeps the document valid. */

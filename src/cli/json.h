@@ -30,6 +30,10 @@ void json_double(struct json *j, double v); /* null if not finite */
 void json_bool(struct json *j, bool v);
 void json_null(struct json *j);
 
+/* Length of the valid UTF-8 sequence at s, or 0 if it is not one (also for the
+ * Prometheus writer's label values). */
+int json_utf8_len(const unsigned char *s);
+
 /* Ends the document with a newline. */
 void json_end(struct json *j);
 

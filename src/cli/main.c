@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	{ "promote", cmd_promote, usage_promote },
 	{ "run", cmd_run, usage_run },
 	{ "bench", cmd_bench, usage_bench },
+	{ "export", cmd_export, usage_export },
 	{ "version", cmd_version, usage_version },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -37,6 +38,7 @@ static void usage(FILE *f)
 	      "                                        huge pages\n"
 	      "  run [OPTIONS] [--] CMD [ARGS...]      run a program with its memory on huge pages\n"
 	      "  bench [OPTIONS]                       run the benchmark kernels under each backing\n"
+	      "  export --textfile DIR | --listen ADDR huge page metrics for Prometheus\n"
 	      "  version                               print the version\n"
 	      "  help [COMMAND]                        print this help, or a command's\n"
 	      "\n"
