@@ -37,3 +37,40 @@ start_hold() {
 		sleep 0.1
 	done
 }
+
+# Sets the 2M pool 32 pages above what it holds and starts $HOLD on them: 0 with
+# hold_pid set; else 1, with SKIP (or FAIL) NAME said and everything put back.
+hold_2m_pages() { # name
+	local name=$1 want free
+	if ! is_root; then
+		skip "$name" "needs root to set the 2M pool"
+		return 1
+	fi
+	if [ ! -d $P2M ]; then
+		skip "$name" "no 2M hugetlb pages on this machine"
+		return 1
+	fi
+	if [ ! -x "$HOLD" ]; then
+		fail "$name" "$HOLD is missing"
+		return 1
+	fi
+	want=$(($(cat $P2M/nr_hugepages) + 32))
+	set_sysfs $P2M/nr_hugepages $want
+	free=$(cat $P2M/free_hugepages)
+	if [ "$(cat $P2M/nr_hugepages)" -lt "$want" ] || [ "$free" -lt 32 ]; then
+		skip "$name" "the kernel gave $(cat $P2M/nr_hugepages) of $want 2M pages, $free free"
+		restore
+		return 1
+	fi
+	start_hold
+	if grep -q '^nomem$' "$tmp/hold_out"; then
+		skip "$name" "mmap of 64 MiB of 2M hugetlb failed with $free free pages"
+		restore
+		return 1
+	fi
+	if ! grep -q '^ready$' "$tmp/hold_out"; then
+		fail "$name" "hold_hugetlb did not get ready: $(head -c 200 "$tmp/hold_out")"
+		restore
+		return 1
+	fi
+}

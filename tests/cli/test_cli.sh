@@ -338,39 +338,8 @@ PY
 }
 
 test_stat_hugetlb() {
-	local name=stat_hugetlb cur want free why
-	if ! is_root; then
-		skip $name "needs root to set the 2M pool"
-		return
-	fi
-	if [ ! -d $P2M ]; then
-		skip $name "no 2M hugetlb pages on this machine"
-		return
-	fi
-	if [ ! -x "$HOLD" ]; then
-		fail $name "$HOLD is missing"
-		return
-	fi
-	cur=$(cat $P2M/nr_hugepages)
-	want=$((cur + 32))
-	set_sysfs $P2M/nr_hugepages $want
-	free=$(cat $P2M/free_hugepages)
-	if [ "$(cat $P2M/nr_hugepages)" -lt "$want" ] || [ "$free" -lt 32 ]; then
-		skip $name "the kernel gave $(cat $P2M/nr_hugepages) of $want 2M pages, $free free"
-		restore
-		return
-	fi
-	start_hold
-	if grep -q '^nomem$' "$tmp/hold_out"; then
-		skip $name "mmap of 64 MiB of 2M hugetlb failed with $free free pages"
-		restore
-		return
-	fi
-	if ! grep -q '^ready$' "$tmp/hold_out"; then
-		fail $name "hold_hugetlb did not get ready: $(head -c 200 "$tmp/hold_out")"
-		restore
-		return
-	fi
+	local name=stat_hugetlb why
+	hold_2m_pages $name || return
 	sp stat --json "$hold_pid"
 	if [ "$rc" != 0 ]; then
 		why="exit $rc: $(cat "$tmp/err")"

@@ -27,6 +27,15 @@ if ! command -v python3 >/dev/null 2>&1; then
 	exit 0
 fi
 
+# Waits up to 10 s for a line "ready" in a file.
+wait_ready() {
+	for _ in $(seq 100); do
+		grep -q '^ready' "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # A process with 256 MiB on THP (its own madvise: no runtime needed), until killed.
 start_thp() {
 	python3 -c '
@@ -38,10 +47,7 @@ for i in range(0, len(m), 4096): m[i] = 1
 print("ready", flush=True)
 time.sleep(60)' >"$tmp/thp_out" 2>&1 &
 	thp_pid=$!
-	for _ in $(seq 100); do
-		grep -q '^ready' "$tmp/thp_out" && break
-		sleep 0.1
-	done
+	wait_ready "$tmp/thp_out"
 }
 
 py_check() { # name python-code json-file args...: FAIL with what it prints, else PASS
@@ -193,10 +199,7 @@ x = [bytearray(1 << 20) for _ in range(8)]
 print("ready", flush=True)
 time.sleep(20)' >"$tmp/run_out" 2>&1 &
 	pid=$!
-	for _ in $(seq 100); do
-		grep -q '^ready' "$tmp/run_out" && break
-		sleep 0.1
-	done
+	wait_ready "$tmp/run_out"
 	sleep 0.3
 	sp stat --all --json
 	kill "$pid" 2>/dev/null
@@ -217,28 +220,8 @@ if others: print("a shell has falls: %r" % others[0])
 # 64 MiB of 2M hugetlb pages: the row says so by page size, and the processes' hugetlb
 # adds up to the pages the pools have in use.
 test_hugetlb() {
-	local name=stat_all_hugetlb want
-	if ! is_root; then
-		skip $name "needs root to set the 2M pool"
-		return
-	fi
-	if [ ! -d $P2M ]; then
-		skip $name "no 2M hugetlb pages on this machine"
-		return
-	fi
-	want=$(($(cat $P2M/nr_hugepages) + 32))
-	set_sysfs $P2M/nr_hugepages $want
-	if [ "$(cat $P2M/free_hugepages)" -lt 32 ]; then
-		skip $name "the kernel gave $(cat $P2M/nr_hugepages) of $want 2M pages"
-		restore
-		return
-	fi
-	start_hold
-	if ! grep -q '^ready$' "$tmp/hold_out"; then
-		skip $name "hold_hugetlb could not map 64 MiB: $(head -c 100 "$tmp/hold_out")"
-		restore
-		return
-	fi
+	local name=stat_all_hugetlb
+	hold_2m_pages $name || return
 	sp stat --all --json
 	cp "$tmp/out" "$tmp/htlb.json"
 	local pid=$hold_pid
