@@ -1,5 +1,5 @@
 # Makefile - builds libsuperpage, the superpage CLI and its bench, the tests and the first benchmark.
-# make | make check [SANITIZE=1] | make bench | make install PREFIX=... DESTDIR=...
+# make | make check [SANITIZE=1] | make bench | make install PREFIX=... DESTDIR=... | make deb
 
 SHELL := /bin/bash
 
@@ -281,10 +281,29 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man7/superpage-run.7
 	rm -rf $(DESTDIR)$(PKGLIBDIR)
 
+# The Debian packages (debian/README.source): dpkg-buildpackage writes them beside the
+# repository; they are moved into $(B)/deb (with the .changes and .buildinfo), and what
+# the build left in debian/ is cleaned. debian/rules is a makefile of its own: this
+# make's command line (B=..., in MAKEFLAGS) must not reach it.
+DEB_ENV := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES
+deb:
+	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || \
+		{ echo "make deb: needs dpkg-buildpackage and debhelper (apt-get install debhelper)" >&2; exit 1; }
+	@v=$$(dpkg-parsechangelog -S Version); [ "$$v" = "$(VERSION)" ] || \
+		{ echo "make deb: debian/changelog is at $$v, include/superpage.h at $(VERSION)" >&2; exit 1; }
+	$(DEB_ENV) dpkg-buildpackage -us -uc -b -jauto
+	rm -rf $(B)/deb
+	mkdir -p $(B)/deb
+	set -e; for f in $$(cut -d' ' -f1 debian/files) \
+		superpage_$(VERSION)_$$(dpkg-architecture -qDEB_HOST_ARCH).changes; do \
+		mv ../$$f $(B)/deb/; done
+	$(DEB_ENV) debian/rules clean
+	@ls -1 $(B)/deb
+
 clean:
 	rm -rf build
 
-.PHONY: all kernels tests check check-unit bench install uninstall clean
+.PHONY: all kernels tests check check-unit bench install uninstall deb clean
 
 # The headers each object and program was built from (-MMD), once it has been built.
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
