@@ -1,5 +1,5 @@
 # Makefile - builds libsuperpage, the superpage CLI and its bench, the tests and the first benchmark.
-# make | make check [SANITIZE=1] | make bench | make install PREFIX=... DESTDIR=...
+# make | make check [SANITIZE=1] | make bench | make install PREFIX=... DESTDIR=... | make deb
 
 SHELL := /bin/bash
 
@@ -9,10 +9,19 @@ endif
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR = $(PREFIX)/bin
-LIBDIR = $(PREFIX)/lib
+# LIBDIR may be a multiarch one (the Debian package: LIBDIR=/usr/lib/x86_64-linux-gnu).
+LIBDIR ?= $(PREFIX)/lib
+# The command finds its own files from where it is (src/cli/run.c, src/cli/bench.c): the
+# runtime in ../lib or ../lib/superpage, the bench kernels in ../lib/superpage; so these
+# stay under $(PREFIX)/lib whatever LIBDIR is. The package puts the runtime, which is
+# no library to link with, in /usr/lib/superpage (RUNTIMEDIR=/usr/lib/superpage).
+RUNTIMEDIR ?= $(PREFIX)/lib
+PKGLIBDIR ?= $(PREFIX)/lib/superpage
 INCDIR = $(PREFIX)/include
 MANDIR = $(PREFIX)/share/man
 PCDIR = $(LIBDIR)/pkgconfig
+# superpage.pc's libdir: under its prefix where it is (${exec_prefix}/lib), else as given.
+PC_LIBDIR = $(patsubst $(PREFIX)/%,$${exec_prefix}/%,$(LIBDIR))
 
 VERSION := $(shell sed -n 's/^\#define SP_VERSION_STRING "\(.*\)"/\1/p' include/superpage.h)
 SONAME := libsuperpage.so.0
@@ -30,7 +39,7 @@ CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
 # -MMD: each object's headers are listed beside it (X.d), read back below.
 DEPS := -MMD -MP
-ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SAN) $(DEPS) -fPIC -D_GNU_SOURCE -Iinclude
+ALL_CFLAGS := -std=gnu11 $(CPPFLAGS) $(CFLAGS) $(WARN) $(SAN) $(DEPS) -fPIC -D_GNU_SOURCE -Iinclude
 # The core's own header (internal.h, os.h): for the core, the runtime and the unit tests,
 # not for the command, which asks the core through superpage.h.
 CORE_INC := -Isrc/core
@@ -246,35 +255,55 @@ install: all kernels
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
 	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/superpage
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/$(SONAME)
-	install -m 755 $(RT_SO) $(DESTDIR)$(LIBDIR)/libsuperpage-run.so
+	install -d $(DESTDIR)$(RUNTIMEDIR)
+	install -m 755 $(RT_SO) $(DESTDIR)$(RUNTIMEDIR)/libsuperpage-run.so
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsuperpage.so
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libsuperpage.a
 	install -m 644 include/superpage.h $(DESTDIR)$(INCDIR)/superpage.h
 	# the prefix is the one given to make install, whatever make all was given
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' superpage.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(PC_LIBDIR)|g' -e 's|@VERSION@|$(VERSION)|g' superpage.pc.in \
 		>$(DESTDIR)$(PCDIR)/superpage.pc
 	chmod 644 $(DESTDIR)$(PCDIR)/superpage.pc
 	install -m 644 man/superpage.1 $(DESTDIR)$(MANDIR)/man1/superpage.1
 	install -m 644 man/superpage.3 $(DESTDIR)$(MANDIR)/man3/superpage.3
 	install -m 644 man/superpage-run.7 $(DESTDIR)$(MANDIR)/man7/superpage-run.7
-	install -d $(DESTDIR)$(LIBDIR)/superpage/kernels $(DESTDIR)$(LIBDIR)/superpage/ideal
+	install -d $(DESTDIR)$(PKGLIBDIR)/kernels $(DESTDIR)$(PKGLIBDIR)/ideal
 	install -m 755 $(KERNEL_BIN) $(filter %/kernels/itlb,$(ITLB_BIN)) \
-		$(DESTDIR)$(LIBDIR)/superpage/kernels/
-	install -m 755 $(IDEAL_BIN) $(DESTDIR)$(LIBDIR)/superpage/ideal/
+		$(DESTDIR)$(PKGLIBDIR)/kernels/
+	install -m 755 $(IDEAL_BIN) $(DESTDIR)$(PKGLIBDIR)/ideal/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/superpage $(DESTDIR)$(LIBDIR)/$(SONAME) \
 		$(DESTDIR)$(LIBDIR)/libsuperpage.so $(DESTDIR)$(LIBDIR)/libsuperpage.a \
-		$(DESTDIR)$(LIBDIR)/libsuperpage-run.so \
+		$(DESTDIR)$(RUNTIMEDIR)/libsuperpage-run.so \
 		$(DESTDIR)$(INCDIR)/superpage.h $(DESTDIR)$(PCDIR)/superpage.pc \
 		$(DESTDIR)$(MANDIR)/man1/superpage.1 $(DESTDIR)$(MANDIR)/man3/superpage.3 \
 		$(DESTDIR)$(MANDIR)/man7/superpage-run.7
-	rm -rf $(DESTDIR)$(LIBDIR)/superpage
+	rm -rf $(DESTDIR)$(PKGLIBDIR)
+
+# The Debian packages (debian/README.source): dpkg-buildpackage writes them beside the
+# repository; they are moved into $(B)/deb (with the .changes and .buildinfo), and what
+# the build left in debian/ is cleaned. debian/rules is a makefile of its own: this
+# make's command line (B=..., in MAKEFLAGS) must not reach it.
+DEB_ENV := env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES
+deb:
+	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null || \
+		{ echo "make deb: needs dpkg-buildpackage and debhelper (apt-get install debhelper)" >&2; exit 1; }
+	@v=$$(dpkg-parsechangelog -S Version); [ "$$v" = "$(VERSION)" ] || \
+		{ echo "make deb: debian/changelog is at $$v, include/superpage.h at $(VERSION)" >&2; exit 1; }
+	$(DEB_ENV) dpkg-buildpackage -us -uc -b -jauto
+	rm -rf $(B)/deb
+	mkdir -p $(B)/deb
+	set -e; for f in $$(cut -d' ' -f1 debian/files) \
+		superpage_$(VERSION)_$$(dpkg-architecture -qDEB_HOST_ARCH).changes; do \
+		mv ../$$f $(B)/deb/; done
+	$(DEB_ENV) debian/rules clean
+	@ls -1 $(B)/deb
 
 clean:
 	rm -rf build
 
-.PHONY: all kernels tests check check-unit bench install uninstall clean
+.PHONY: all kernels tests check check-unit bench install uninstall deb clean
 
 # The headers each object and program was built from (-MMD), once it has been built.
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

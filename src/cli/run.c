@@ -219,11 +219,12 @@ static bool is_readable_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
 }
 
-/* The runtime next to this executable (the build tree), else in ../lib (installed).
- * Returns 0 or an exit status. */
+/* The runtime next to this executable (the build tree), else in ../lib (make install),
+ * else in ../lib/superpage (the Debian package: the runtime is no library to link with,
+ * so it stays out of the linker's directories). Returns 0 or an exit status. */
 static int find_runtime(char *out, size_t len)
 {
-	char dir[PATH_MAX], cand[PATH_MAX + 32], *slash;
+	char dir[PATH_MAX], cand[PATH_MAX + 64], *slash;
 	ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
 
 	if (n <= 0)
@@ -242,8 +243,11 @@ static int find_runtime(char *out, size_t len)
 	snprintf(cand, sizeof cand, "%s/../lib/" RUNTIME_NAME, dir);
 	if (len >= PATH_MAX && is_readable_file(cand) && realpath(cand, out))
 		return 0;
-	return cli_error(EXIT_USAGE, "run: cannot find the runtime: neither %s/%s nor %s/../lib/%s exists",
-			 dir, RUNTIME_NAME, dir, RUNTIME_NAME);
+	snprintf(cand, sizeof cand, "%s/../lib/superpage/" RUNTIME_NAME, dir);
+	if (len >= PATH_MAX && is_readable_file(cand) && realpath(cand, out))
+		return 0;
+	return cli_error(EXIT_USAGE, "run: cannot find the runtime: none of %s/%s, %s/../lib/%s, "
+			 "%s/../lib/superpage/%s exists", dir, RUNTIME_NAME, dir, RUNTIME_NAME, dir, RUNTIME_NAME);
 }
 
 static bool is_runtime(const char *entry, size_t n, const char *rt)

@@ -231,7 +231,8 @@ test_env() {
 	fi
 }
 
-# The runtime of an installed tree: bin/superpage finds lib/libsuperpage-run.so.
+# The runtime of an installed tree: bin/superpage finds lib/libsuperpage-run.so, or
+# lib/superpage/libsuperpage-run.so as the Debian package installs it.
 test_find_runtime() {
 	local name=run_installed_layout
 	mkdir -p "$tmp/alone" "$tmp/inst/bin" "$tmp/inst/lib"
@@ -253,6 +254,18 @@ test_find_runtime() {
 	"$tmp/inst/bin/superpage" run -- sh -c 'echo "$LD_PRELOAD"' >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	if [ "$rc" != 0 ] || [ "$(cat "$tmp/out")" != "$(cd "$tmp/inst/lib" && pwd -P)/libsuperpage-run.so" ]; then
+		fail $name "exit $rc, LD_PRELOAD '$(cat "$tmp/out")': $(oneline "$tmp/err")"
+	else
+		pass $name
+	fi
+	# The Debian package's layout: bin/superpage finds lib/superpage/libsuperpage-run.so.
+	name=run_package_layout
+	mkdir -p "$tmp/pkg/bin" "$tmp/pkg/lib/superpage"
+	cp "$SP" "$tmp/pkg/bin/superpage"
+	cp "$RT" "$tmp/pkg/lib/superpage/libsuperpage-run.so"
+	"$tmp/pkg/bin/superpage" run -- sh -c 'echo "$LD_PRELOAD"' >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" != 0 ] || [ "$(cat "$tmp/out")" != "$(cd "$tmp/pkg/lib/superpage" && pwd -P)/libsuperpage-run.so" ]; then
 		fail $name "exit $rc, LD_PRELOAD '$(cat "$tmp/out")': $(oneline "$tmp/err")"
 	else
 		pass $name
