@@ -13,6 +13,8 @@ LIBDIR = $(PREFIX)/lib
 INCDIR = $(PREFIX)/include
 MANDIR = $(PREFIX)/share/man
 PCDIR = $(LIBDIR)/pkgconfig
+# The boot unit that sets the persisted pools (a Debian package: UNITDIR=/lib/systemd/system).
+UNITDIR ?= $(PREFIX)/lib/systemd/system
 
 VERSION := $(shell sed -n 's/^\#define SP_VERSION_STRING "\(.*\)"/\1/p' include/superpage.h)
 SONAME := libsuperpage.so.0
@@ -261,6 +263,10 @@ install: all kernels
 	install -m 755 $(KERNEL_BIN) $(filter %/kernels/itlb,$(ITLB_BIN)) \
 		$(DESTDIR)$(LIBDIR)/superpage/kernels/
 	install -m 755 $(IDEAL_BIN) $(DESTDIR)$(LIBDIR)/superpage/ideal/
+	install -d $(DESTDIR)$(UNITDIR)
+	sed -e 's|@BINDIR@|$(BINDIR)|g' dist/superpage-pools.service.in \
+		>$(DESTDIR)$(UNITDIR)/superpage-pools.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/superpage-pools.service
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/superpage $(DESTDIR)$(LIBDIR)/$(SONAME) \
@@ -268,7 +274,8 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libsuperpage-run.so \
 		$(DESTDIR)$(INCDIR)/superpage.h $(DESTDIR)$(PCDIR)/superpage.pc \
 		$(DESTDIR)$(MANDIR)/man1/superpage.1 $(DESTDIR)$(MANDIR)/man3/superpage.3 \
-		$(DESTDIR)$(MANDIR)/man7/superpage-run.7
+		$(DESTDIR)$(MANDIR)/man7/superpage-run.7 \
+		$(DESTDIR)$(UNITDIR)/superpage-pools.service
 	rm -rf $(DESTDIR)$(LIBDIR)/superpage
 
 clean:
