@@ -235,9 +235,12 @@ static void print_persisted(const struct persisted *p, const struct sp_system *s
 		long running = pools_conf_running(s, e);
 
 		pools_conf_line(e, line, sizeof line);
-		if (running < 0)
-			printf("  %s: no %s pool%s on this machine, differs\n", line,
-			       cli_page(e->page_size, page, sizeof page), e->node >= 0 ? " on that node" : "");
+		if (running < 0 && e->node >= 0)
+			printf("  %s: no %s pool on node %d on this machine, differs\n", line,
+			       cli_page(e->page_size, page, sizeof page), e->node);
+		else if (running < 0)
+			printf("  %s: no %s pool on this machine, differs\n", line,
+			       cli_page(e->page_size, page, sizeof page));
 		else
 			printf("  %s: running %ld, %s\n", line, running,
 			       running == e->count ? "matches" : "differs");
