@@ -39,13 +39,16 @@ write_conf() { # file lines...
 	mkdir -p "$(dirname "$f")"
 	printf '%s\n' "$@" >"$f"
 }
-# Why this test cannot change the 2M pool, or nothing.
-pool_blocker() {
+# Whether the test may change the 2M pool; says SKIP and why when it may not.
+can_set_pool() { # name
 	if ! is_root; then
-		echo "needs root to set the 2M pool"
+		skip "$1" "needs root to set the 2M pool"
 	elif [ ! -w "$P2M/nr_hugepages" ]; then
-		echo "no 2M hugetlb pages on this machine"
+		skip "$1" "no 2M hugetlb pages on this machine"
+	else
+		return 0
 	fi
+	return 1
 }
 
 # ---------- bad arguments: exit 2, one line, nothing written ----------
@@ -228,12 +231,8 @@ test_status_none() {
 # ---------- --persist and --apply on the real 2M pool ----------
 
 test_persist_apply() {
-	local name=persist_set why cur want want2 now
-	why=$(pool_blocker)
-	if [ -n "$why" ]; then
-		skip $name "$why"
-		return
-	fi
+	local name=persist_set cur want want2 now
+	can_set_pool $name || return
 	cur=$(cat "$P2M/nr_hugepages")
 	want=$((cur + 4))
 	want2=$((cur + 6))
@@ -325,12 +324,8 @@ test_persist_apply() {
 
 # A pool this machine does not have: --apply sets the others, says which, exits 1.
 test_apply_unknown_size() {
-	local name=apply_unknown_size f=$tmp/unknown.conf why cur
-	why=$(pool_blocker)
-	if [ -n "$why" ]; then
-		skip $name "$why"
-		return
-	fi
+	local name=apply_unknown_size f=$tmp/unknown.conf cur
+	can_set_pool $name || return
 	cur=$(cat "$P2M/nr_hugepages")
 	remember "$P2M/nr_hugepages"
 	write_conf "$f" "2M $cur" '3M 1'
@@ -348,12 +343,8 @@ test_apply_unknown_size() {
 # The second key of the same size: a node's pool gets its own line (set to what the
 # node has, so nothing changes on a machine of many nodes).
 test_persist_node() {
-	local name=persist_node f=$tmp/node.conf why node_cur
-	why=$(pool_blocker)
-	if [ -n "$why" ]; then
-		skip $name "$why"
-		return
-	fi
+	local name=persist_node f=$tmp/node.conf node_cur
+	can_set_pool $name || return
 	if [ ! -w "$NODE0" ]; then
 		skip $name "no per-node 2M pool"
 		return
@@ -376,27 +367,23 @@ test_persist_node() {
 # ---------- root ----------
 
 test_not_root() {
-	local name=persist_not_root as
+	local name=persist_not_root why
 	if ! is_root; then
 		write_conf "$tmp/user.conf" '2M 4'
 		expect_usage_error apply_not_root pool --apply --config "$tmp/user.conf"
 		expect_usage_error $name pool --persist 4
 		return
 	fi
-	if ! command -v setpriv >/dev/null 2>&1; then
-		skip $name "no setpriv to drop root"
-		return
-	fi
-	as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-	if ! "${as[@]}" test -x "$SP"; then
-		skip $name "user 65534 cannot run $SP"
+	why=$(nobody_blocker)
+	if [ -n "$why" ]; then
+		skip $name "$why"
 		return
 	fi
 	# (mktemp -d made $tmp for root alone)
 	chmod 711 "$tmp"
 	mkdir -p "$tmp/user"
 	chmod 777 "$tmp/user"
-	"${as[@]}" env SUPERPAGE_POOLS_CONF="$tmp/user/pools.conf" "$SP" pool --persist 4 \
+	"${as_nobody[@]}" env SUPERPAGE_POOLS_CONF="$tmp/user/pools.conf" "$SP" pool --persist 4 \
 		>"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	if [ "$rc" != 2 ] || [ "$(nlines "$tmp/err")" != 1 ] || ! grep -q 'needs root' "$tmp/err" ||
@@ -407,7 +394,7 @@ test_not_root() {
 	fi
 	printf '2M 4\n' >"$tmp/user/pools.conf"
 	chmod 644 "$tmp/user/pools.conf"
-	"${as[@]}" "$SP" pool --apply --config "$tmp/user/pools.conf" >"$tmp/out" 2>"$tmp/err"
+	"${as_nobody[@]}" "$SP" pool --apply --config "$tmp/user/pools.conf" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	if [ "$rc" != 2 ] || [ "$(nlines "$tmp/err")" != 1 ] || ! grep -q 'needs root' "$tmp/err"; then
 		fail apply_not_root "exit $rc: $(said)"
