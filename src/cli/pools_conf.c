@@ -205,6 +205,29 @@ static int make_dirs(const char *path)
 	return 0;
 }
 
+/* The rename itself on disk (best effort: the file is in place either way). */
+static void sync_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int fd;
+
+	if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+		return;
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == dir)
+		dir[1] = 0;
+	else
+		*slash = 0;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
 /* Copies the old file (if any) to out with the pool's line replaced by want (or
  * dropped: want NULL), or want appended when there was none. Sets *found. */
 static void copy_lines(const char *path, FILE *out, const struct pools_conf_entry *key,
@@ -284,6 +307,7 @@ int pools_conf_update(const char *path, const struct pools_conf_entry *key, bool
 	}
 	if (fclose(out) != 0 || rename(tmp, path) < 0)
 		goto failed;
+	sync_dir(path);
 	return 0;
 failed:
 	rc = errno ? -errno : -EIO;
