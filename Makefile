@@ -22,6 +22,8 @@ MANDIR = $(PREFIX)/share/man
 PCDIR = $(LIBDIR)/pkgconfig
 # superpage.pc's libdir: under its prefix where it is (${exec_prefix}/lib), else as given.
 PC_LIBDIR = $(patsubst $(PREFIX)/%,$${exec_prefix}/%,$(LIBDIR))
+# The boot unit that sets the persisted pools (a Debian package: UNITDIR=/lib/systemd/system).
+UNITDIR ?= $(PREFIX)/lib/systemd/system
 
 VERSION := $(shell sed -n 's/^\#define SP_VERSION_STRING "\(.*\)"/\1/p' include/superpage.h)
 SONAME := libsuperpage.so.0
@@ -271,6 +273,10 @@ install: all kernels
 	install -m 755 $(KERNEL_BIN) $(filter %/kernels/itlb,$(ITLB_BIN)) \
 		$(DESTDIR)$(PKGLIBDIR)/kernels/
 	install -m 755 $(IDEAL_BIN) $(DESTDIR)$(PKGLIBDIR)/ideal/
+	install -d $(DESTDIR)$(UNITDIR)
+	sed -e 's|@BINDIR@|$(BINDIR)|g' dist/superpage-pools.service.in \
+		>$(DESTDIR)$(UNITDIR)/superpage-pools.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/superpage-pools.service
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/superpage $(DESTDIR)$(LIBDIR)/$(SONAME) \
@@ -278,7 +284,8 @@ uninstall:
 		$(DESTDIR)$(RUNTIMEDIR)/libsuperpage-run.so \
 		$(DESTDIR)$(INCDIR)/superpage.h $(DESTDIR)$(PCDIR)/superpage.pc \
 		$(DESTDIR)$(MANDIR)/man1/superpage.1 $(DESTDIR)$(MANDIR)/man3/superpage.3 \
-		$(DESTDIR)$(MANDIR)/man7/superpage-run.7
+		$(DESTDIR)$(MANDIR)/man7/superpage-run.7 \
+		$(DESTDIR)$(UNITDIR)/superpage-pools.service
 	rm -rf $(DESTDIR)$(PKGLIBDIR)
 
 # The Debian packages (debian/README.source): dpkg-buildpackage writes them beside the

@@ -63,6 +63,42 @@ const char *cli_pages(long n);
 /* "2M", "1G", "4K": for page sizes (sp_format_size). */
 const char *cli_page(uint64_t bytes, char *buf, size_t len);
 
+/* The pools kept across reboots (pools_conf.c): pools.conf, one pool a line,
+ * "SIZE COUNT [node=N]", set at boot by superpage pool --apply. */
+#define POOLS_CONF_DEFAULT "/etc/superpage/pools.conf"
+#define POOLS_CONF_MAX 64
+
+struct pools_conf_entry {
+	uint64_t page_size;
+	int node;            /* -1: system-wide */
+	long count;
+	int line;            /* where in the file */
+};
+
+struct pools_conf {
+	bool present;        /* the file exists */
+	int lines;           /* lines read */
+	int n;
+	struct pools_conf_entry e[POOLS_CONF_MAX];
+};
+
+/* The file: given (--config) if not NULL, else $SUPERPAGE_POOLS_CONF, else the default. */
+const char *pools_conf_path(const char *given);
+/* Reads and checks the file. 0 (a missing file is present false, no pools); -EINVAL
+ * when a line is malformed, err then "FILE:LINE: what is wrong"; -errno when it
+ * cannot be read, err saying so. */
+int pools_conf_read(const char *path, struct pools_conf *c, char *err, size_t len);
+/* Sets key's line ("2M 512", "1G 4 node=0") in the file, or drops it (remove),
+ * keeping every other line; makes the file (with a comment header) and its directory
+ * if need be, and replaces it atomically (a new file renamed over it). *found: the
+ * pool had a line. 0, or -errno (-EINVAL: the file is malformed) with err set. */
+int pools_conf_update(const char *path, const struct pools_conf_entry *key, bool remove,
+		      bool *found, char *err, size_t len);
+/* An entry as its line: "2M 512", "1G 4 node=0". */
+const char *pools_conf_line(const struct pools_conf_entry *e, char *buf, size_t len);
+/* nr_hugepages of the entry's pool in s, or -1 if this machine has no such pool. */
+long pools_conf_running(const struct sp_system *s, const struct pools_conf_entry *e);
+
 /* superpage promote's output (promote_print.c): a pass over one process as text or as
  * one line of JSON (round: 1, 2, ... under --watch); the one-line error for a process
  * that cannot be promoted at all (err: sp_promote's -errno), and its exit status. */

@@ -33,6 +33,7 @@ static void usage(FILE *f)
 	      "commands:\n"
 	      "  status [--json]                       what this machine offers and what to fix\n"
 	      "  pool [--size 2M|1G] [--node N] COUNT  set a huge page pool and read it back\n"
+	      "  pool --persist ... | --apply          keep pools across reboots (pools.conf)\n"
 	      "  stat [--json] PID                     how much of a process is on huge pages\n"
 	      "  promote [OPTIONS] PID...              collapse a running process's memory onto\n"
 	      "                                        huge pages\n"

@@ -1,5 +1,6 @@
 /* status.c - superpage status: what this machine offers for huge pages, and what to fix. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,9 @@ void usage_status(void)
 	      "Shows the huge page sizes, the hugetlb pools (system-wide and per NUMA node),\n"
 	      "the transparent huge page modes (with mTHP sizes and khugepaged), hugetlbfs\n"
 	      "mounts and kernel features, then a hint per backing (thp, 2m, 1g, 4k): is it\n"
-	      "usable now, and if not, what to do.\n"
+	      "usable now, and if not, what to do. It says whether the pools recorded for\n"
+	      "every boot (superpage pool --persist, in $SUPERPAGE_POOLS_CONF or\n"
+	      "" POOLS_CONF_DEFAULT ") match the running ones.\n"
 	      "\n"
 	      "  --json   print one JSON object instead, for scripts\n",
 	      stdout);
@@ -34,6 +37,32 @@ static const struct sp_pool *pool_of(const struct sp_system *s, uint64_t size)
 }
 
 static const char *yes_no(bool b) { return b ? "yes" : "no"; }
+
+/* ---------- the pools recorded for every boot ---------- */
+
+struct persisted {
+	const char *path;
+	struct pools_conf conf;
+	int rc;                   /* pools_conf_read's */
+	char err[PATH_MAX + 256];
+};
+
+static void persisted_read(struct persisted *p)
+{
+	p->path = pools_conf_path(NULL);
+	p->rc = pools_conf_read(p->path, &p->conf, p->err, sizeof p->err);
+}
+
+/* Every recorded pool has its count now (true when none is recorded). */
+static bool persisted_match(const struct persisted *p, const struct sp_system *s)
+{
+	if (p->rc < 0)
+		return false;
+	for (int i = 0; i < p->conf.n; i++)
+		if (pools_conf_running(s, &p->conf.e[i]) != p->conf.e[i].count)
+			return false;
+	return true;
+}
 
 /* ---------- hints ---------- */
 
@@ -188,6 +217,38 @@ static void print_pools(const struct sp_system *s)
 	}
 }
 
+static void print_persisted(const struct persisted *p, const struct sp_system *s)
+{
+	char line[64], page[32];
+
+	if (p->rc < 0) {
+		printf("persisted pools (%s): cannot be used: %s\n", p->path, p->err);
+		return;
+	}
+	if (p->conf.n == 0) {
+		printf("persisted pools (%s): none\n", p->path);
+		return;
+	}
+	printf("persisted pools (%s):\n", p->path);
+	for (int i = 0; i < p->conf.n; i++) {
+		const struct pools_conf_entry *e = &p->conf.e[i];
+		long running = pools_conf_running(s, e);
+
+		pools_conf_line(e, line, sizeof line);
+		if (running < 0 && e->node >= 0)
+			printf("  %s: no %s pool on node %d on this machine, differs\n", line,
+			       cli_page(e->page_size, page, sizeof page), e->node);
+		else if (running < 0)
+			printf("  %s: no %s pool on this machine, differs\n", line,
+			       cli_page(e->page_size, page, sizeof page));
+		else
+			printf("  %s: running %ld, %s\n", line, running,
+			       running == e->count ? "matches" : "differs");
+	}
+	if (!persisted_match(p, s))
+		printf("  (%ssuperpage pool --apply sets them as recorded)\n", sudo());
+}
+
 static int by_size(const void *a, const void *b)
 {
 	const struct sp_mthp *x = a, *y = b;
@@ -250,7 +311,7 @@ static void print_thp(const struct sp_thp *t)
 	       k->full_scans, k->pages_collapsed);
 }
 
-static void print_human(const struct sp_system *s)
+static void print_human(const struct sp_system *s, const struct persisted *pp)
 {
 	const struct sp_features *f = &s->features;
 	char page[32];
@@ -263,6 +324,7 @@ static void print_human(const struct sp_system *s)
 		       cli_page(s->default_huge_size, page, sizeof page));
 	puts("\n");
 	print_pools(s);
+	print_persisted(pp, s);
 	putchar('\n');
 	print_thp(&s->thp);
 	putchar('\n');
@@ -364,7 +426,50 @@ static void json_thp(struct json *j, const struct sp_thp *t)
 	json_object_end(j);
 }
 
-static void print_json(const struct sp_system *s)
+static void json_persisted(struct json *j, const struct persisted *p, const struct sp_system *s)
+{
+	json_object_begin(j);
+	json_key(j, "path");
+	json_string(j, p->path);
+	json_key(j, "present");
+	json_bool(j, p->conf.present);
+	json_key(j, "error");
+	if (p->rc < 0)
+		json_string(j, p->err);
+	else
+		json_null(j);
+	json_key(j, "matches");
+	json_bool(j, persisted_match(p, s));
+	json_key(j, "pools");
+	json_array_begin(j);
+	for (int i = 0; i < p->conf.n && p->rc == 0; i++) {
+		const struct pools_conf_entry *e = &p->conf.e[i];
+		long running = pools_conf_running(s, e);
+
+		json_object_begin(j);
+		json_key(j, "page_size");
+		json_uint(j, e->page_size);
+		json_key(j, "node");
+		if (e->node >= 0)
+			json_int(j, e->node);
+		else
+			json_null(j);
+		json_key(j, "count");
+		json_int(j, e->count);
+		json_key(j, "running");
+		if (running >= 0)
+			json_int(j, running);
+		else
+			json_null(j);
+		json_key(j, "matches");
+		json_bool(j, running == e->count);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	json_object_end(j);
+}
+
+static void print_json(const struct sp_system *s, const struct persisted *pp)
 {
 	const struct sp_features *f = &s->features;
 	const struct {
@@ -431,6 +536,8 @@ static void print_json(const struct sp_system *s)
 	json_uint(&j, s->base_page_size);
 	json_key(&j, "default_huge_size");
 	json_uint(&j, s->default_huge_size);
+	json_key(&j, "persisted_pools");
+	json_persisted(&j, pp, s);
 	json_object_end(&j);
 	json_end(&j);
 }
@@ -438,6 +545,7 @@ static void print_json(const struct sp_system *s)
 int cmd_status(int argc, char **argv)
 {
 	static struct sp_system sys;
+	static struct persisted pp;
 	bool as_json = false;
 	int rc;
 
@@ -455,9 +563,10 @@ int cmd_status(int argc, char **argv)
 	if (rc < 0)
 		return cli_error(EXIT_FAIL, "cannot read the huge page setup of this machine: %s",
 				 strerror(-rc));
+	persisted_read(&pp);
 	if (as_json)
-		print_json(&sys);
+		print_json(&sys, &pp);
 	else
-		print_human(&sys);
+		print_human(&sys, &pp);
 	return EXIT_OK;
 }

@@ -74,3 +74,14 @@ hold_2m_pages() { # name
 		return 1
 	fi
 }
+
+# Runs a command as user 65534 (from a root shell): "${as_nobody[@]}" CMD... The
+# blocker says why that cannot be here, or nothing.
+as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+nobody_blocker() {
+	if ! command -v setpriv >/dev/null 2>&1; then
+		echo "no setpriv to drop root"
+	elif ! "${as_nobody[@]}" test -x "$SP"; then
+		echo "user 65534 cannot run $SP"
+	fi
+}

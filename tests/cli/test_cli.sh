@@ -466,28 +466,24 @@ test_pool_shortfall() {
 }
 
 test_not_root() {
-	local name=pool_not_root as
+	local name=pool_not_root why
 	if ! is_root; then
 		expect_usage_error $name pool 1
 		return
 	fi
-	if ! command -v setpriv >/dev/null 2>&1; then
-		skip $name "no setpriv to drop root"
+	why=$(nobody_blocker)
+	if [ -n "$why" ]; then
+		skip $name "$why"
 		return
 	fi
-	as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-	if ! "${as[@]}" test -x "$SP"; then
-		skip $name "user 65534 cannot run $SP"
-		return
-	fi
-	"${as[@]}" "$SP" pool 1 >"$tmp/out" 2>"$tmp/err"
+	"${as_nobody[@]}" "$SP" pool 1 >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	if [ "$rc" != 2 ] || [ "$(nlines "$tmp/err")" != 1 ] || ! grep -q 'needs root' "$tmp/err"; then
 		fail $name "exit $rc: $(cat "$tmp/err")"
 	else
 		pass $name
 	fi
-	"${as[@]}" "$SP" stat 1 >"$tmp/out" 2>"$tmp/err"
+	"${as_nobody[@]}" "$SP" stat 1 >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	if [ "$rc" != 2 ] || [ "$(nlines "$tmp/err")" != 1 ]; then
 		fail stat_not_allowed "stat 1 as user 65534 exited $rc: $(cat "$tmp/err")"
