@@ -129,7 +129,7 @@ why_not_install() {
 		dpkg-deb -c "$(deb "$p")" | awk '{ print $6 }'
 	done | sed -e 's|^\.||' -e 's|/$||' -e '/^$/d' | sort -u >"$tmp/paths"
 	while IFS= read -r f; do
-		if [ -d "$f" ] && [ ! -L "$f" ]; then
+		if [ -d "$f" ]; then # (a directory, or a link to one: /lib on a merged /usr)
 			echo "$f" >>"$tmp/there"
 		elif [ -e "$f" ] || [ -L "$f" ]; then
 			echo "$f is there already (make install PREFIX=/usr?): the test would overwrite it"
@@ -177,6 +177,24 @@ test_status() {
 	0 | 1) pass $name "exit $rc" ;;
 	*) fail $name "superpage status exited $rc: $(oneline "$tmp/err")" ;;
 	esac
+}
+
+# The boot unit is installed, and its command is the packaged one's: superpage pool
+# --apply, which with no pools.conf has nothing to do (exit 0).
+test_unit() {
+	local name=deb_unit unit=/lib/systemd/system/superpage-pools.service cmd
+	cmd=$(sed -n 's/^ExecStart=//p' "$unit" 2>/dev/null)
+	if [ "$cmd" != "/usr/bin/superpage pool --apply" ]; then
+		fail $name "$unit: ExecStart '$cmd'"
+		return
+	fi
+	SUPERPAGE_POOLS_CONF=$tmp/none.conf $cmd >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" != 0 ] || ! grep -q 'nothing to apply' "$tmp/out" "$tmp/err"; then
+		fail $name "'$cmd' with no config exited $rc: $(oneline "$tmp/out") $(oneline "$tmp/err")"
+	else
+		pass $name
+	fi
 }
 
 # superpage run finds the runtime the package installs (/usr/lib/superpage).
@@ -324,6 +342,7 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 if test_install; then
 	test_status
+	test_unit
 	test_run
 	test_bench
 	test_pkgconfig
