@@ -24,6 +24,10 @@ PCDIR = $(LIBDIR)/pkgconfig
 PC_LIBDIR = $(patsubst $(PREFIX)/%,$${exec_prefix}/%,$(LIBDIR))
 # The boot unit that sets the persisted pools (a Debian package: UNITDIR=/lib/systemd/system).
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+# libhugetlbfs.so.0 and its header go where no distribution's copy is: programs find
+# them by LD_LIBRARY_PATH, -L and -I (superpage-libhugetlbfs(7)).
+HTLB_LIBDIR = $(PKGLIBDIR)/libhugetlbfs
+HTLB_INCDIR = $(INCDIR)/superpage/libhugetlbfs
 
 VERSION := $(shell sed -n 's/^\#define SP_VERSION_STRING "\(.*\)"/\1/p' include/superpage.h)
 SONAME := libsuperpage.so.0
@@ -52,6 +56,7 @@ CORE_SRC := $(wildcard src/core/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 BENCH_SRC := $(wildcard src/bench/*.c)
 RT_SRC := $(wildcard src/runtime/*.c)
+HTLB_SRC := $(wildcard src/htlb/*.c)
 RT_CORE_SRC := $(filter-out src/runtime/interpose.c src/runtime/mmap.c src/runtime/mremap.c,$(RT_SRC))
 RTEST_SRC := $(wildcard tests/runtime/*/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -63,6 +68,7 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 RT_OBJ := $(RT_SRC:%.c=$(B)/obj/%.o)
+HTLB_OBJ := $(HTLB_SRC:%.c=$(B)/obj/%.o)
 RT_CORE_OBJ := $(RT_CORE_SRC:%.c=$(B)/obj/%.o)
 RTEST_LIB_SRC := $(wildcard tests/runtime/*/lib/*.c)
 RTEST_BIN := $(RTEST_SRC:%.c=$(B)/%) $(B)/tests/runtime/text/textuse-plain \
@@ -78,13 +84,16 @@ RT_SO := $(B)/libsuperpage-run.so
 RT_A := $(B)/libsuperpage-rt-test.a
 LIB_SO := $(B)/$(SONAME)
 CLI := $(B)/superpage
+HTLB_DIR := $(B)/libhugetlbfs
+HTLB_SO := $(HTLB_DIR)/libhugetlbfs.so.0
+HTLB_INC := -Isrc/htlb -Isrc/htlb/include
 MALLOCBENCH := $(B)/bench/kernels/malloc
 KERNEL_SRC := $(wildcard bench/kernels/*.c)
 KERNEL_BIN := $(KERNEL_SRC:bench/kernels/%.c=$(B)/bench/kernels/%)
 IDEAL_BIN := $(KERNEL_SRC:bench/kernels/%.c=$(B)/bench/ideal/%)
 KERNEL_CFLAGS := -std=gnu11 -O2 -g $(WARN) $(DEPS) -D_GNU_SOURCE -Ibench
 
-all: $(CLI) $(LIB_SO) $(B)/libsuperpage.so $(LIB_A) $(RT_SO)
+all: $(CLI) $(LIB_SO) $(B)/libsuperpage.so $(LIB_A) $(RT_SO) $(HTLB_SO) $(HTLB_DIR)/libhugetlbfs.so
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -108,6 +117,23 @@ $(B)/obj/src/runtime/%.o: src/runtime/%.c
 $(RT_SO): $(RT_OBJ) $(CORE_OBJ) src/runtime/exports.map
 	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=src/runtime/exports.map -Wl,-z,nodelete -Wl,-z,defs \
 		-o $@ $(RT_OBJ) $(CORE_OBJ) $(LIBS)
+
+# libhugetlbfs.so.0: libhugetlbfs' interface (src/htlb) on the core, linked in; only
+# the interface's names are exported, under libhugetlbfs' version nodes
+# (src/htlb/exports.map), so that programs linked against libhugetlbfs run on it.
+$(B)/obj/src/htlb/%.o: src/htlb/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) $(HTLB_INC) -fvisibility=hidden -c -o $@ $<
+
+$(HTLB_SO): $(HTLB_OBJ) $(CORE_OBJ) src/htlb/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libhugetlbfs.so.0 $(ALL_LDFLAGS) \
+		-Wl,--version-script=src/htlb/exports.map -Wl,-z,defs \
+		-o $@ $(HTLB_OBJ) $(CORE_OBJ) $(LIBS)
+
+# What -lhugetlbfs finds when a program is linked.
+$(HTLB_DIR)/libhugetlbfs.so: $(HTLB_SO)
+	ln -sf libhugetlbfs.so.0 $@
 
 $(RT_A): $(RT_CORE_OBJ)
 	@rm -f $@
@@ -144,6 +170,12 @@ $(BENCH_A): $(BENCH_OBJ) $(B)/obj/src/cli/json.o
 $(B)/tests/unit/%: tests/unit/%.c $(UNIT_HELP_OBJ) $(LIB_A) $(RT_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CORE_INC) $(ALL_LDFLAGS) -Itests -Isrc/runtime -o $@ $< $(UNIT_HELP_OBJ) $(RT_A) $(LIB_A) $(LIBS)
+
+# The libhugetlbfs interface on the fake kernel: its objects linked in, not the library.
+$(B)/tests/unit/test_htlb: tests/unit/test_htlb.c $(UNIT_HELP_OBJ) $(HTLB_OBJ) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) $(HTLB_INC) $(ALL_LDFLAGS) -Itests -o $@ $< \
+		$(UNIT_HELP_OBJ) $(HTLB_OBJ) $(LIB_A) $(LIBS)
 
 # The bench's readers and writers are tested apart from the command.
 $(B)/tests/unit/test_benchout: tests/unit/test_benchout.c $(BENCH_A) $(LIB_A)
@@ -269,6 +301,11 @@ install: all kernels
 	install -m 644 man/superpage.1 $(DESTDIR)$(MANDIR)/man1/superpage.1
 	install -m 644 man/superpage.3 $(DESTDIR)$(MANDIR)/man3/superpage.3
 	install -m 644 man/superpage-run.7 $(DESTDIR)$(MANDIR)/man7/superpage-run.7
+	install -m 644 man/superpage-libhugetlbfs.7 $(DESTDIR)$(MANDIR)/man7/superpage-libhugetlbfs.7
+	install -d $(DESTDIR)$(HTLB_LIBDIR) $(DESTDIR)$(HTLB_INCDIR)
+	install -m 755 $(HTLB_SO) $(DESTDIR)$(HTLB_LIBDIR)/libhugetlbfs.so.0
+	ln -sf libhugetlbfs.so.0 $(DESTDIR)$(HTLB_LIBDIR)/libhugetlbfs.so
+	install -m 644 src/htlb/include/hugetlbfs.h $(DESTDIR)$(HTLB_INCDIR)/hugetlbfs.h
 	install -d $(DESTDIR)$(PKGLIBDIR)/kernels $(DESTDIR)$(PKGLIBDIR)/ideal
 	install -m 755 $(KERNEL_BIN) $(filter %/kernels/itlb,$(ITLB_BIN)) \
 		$(DESTDIR)$(PKGLIBDIR)/kernels/
@@ -285,8 +322,9 @@ uninstall:
 		$(DESTDIR)$(INCDIR)/superpage.h $(DESTDIR)$(PCDIR)/superpage.pc \
 		$(DESTDIR)$(MANDIR)/man1/superpage.1 $(DESTDIR)$(MANDIR)/man3/superpage.3 \
 		$(DESTDIR)$(MANDIR)/man7/superpage-run.7 \
-		$(DESTDIR)$(UNITDIR)/superpage-pools.service
-	rm -rf $(DESTDIR)$(PKGLIBDIR)
+		$(DESTDIR)$(UNITDIR)/superpage-pools.service \
+		$(DESTDIR)$(MANDIR)/man7/superpage-libhugetlbfs.7
+	rm -rf $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(INCDIR)/superpage
 
 # The Debian packages (debian/README.source): dpkg-buildpackage writes them beside the
 # repository; they are moved into $(B)/deb (with the .changes and .buildinfo), and what

@@ -118,6 +118,9 @@ void sp_view_fill(struct sp_view *v);
 void sp_view_refresh(void);
 /* Whether MADV_COLLAPSE works here, probed on first use (after each refresh). */
 bool sp_view_has_collapse(void);
+/* The cheap part of sp_probe: base_page_size, default_huge_size, page_sizes, pools
+ * and mounts (sysfs, /proc/meminfo, /proc/mounts); no probing mmap, the rest zero. */
+void sp_probe_hugetlb(struct sp_system *sys);
 /* sysfs directory of a pool: system-wide if node < 0. */
 int sp_pool_dir(uint64_t page_size, int node, char *buf, size_t len);
 /* The cheap part of THP's state, for every program's start: enabled, pmd_size and the

@@ -175,6 +175,30 @@ static int real_mincore(void *addr, size_t len, unsigned char *vec)
 	return (int)sys_ret(syscall(SYS_mincore, addr, len, vec), e);
 }
 
+static int real_statfs(const char *path, struct statfs *out)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_statfs, path, out), e);
+}
+
+static int real_unlink(const char *path)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_unlinkat, AT_FDCWD, path, 0), e);
+}
+
+static int real_access(const char *path, int mode)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_faccessat, AT_FDCWD, path, mode), e);
+}
+
+static int real_fcntl(int fd, int cmd, int arg)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_fcntl, fd, cmd, arg), e);
+}
+
 const struct sp_os sp_os_real = {
 	.open = real_open,
 	.read = real_read,
@@ -197,6 +221,10 @@ const struct sp_os sp_os_real = {
 	.ioctl = real_ioctl,
 	.sleep_ns = real_sleep_ns,
 	.mincore = real_mincore,
+	.statfs = real_statfs,
+	.unlink = real_unlink,
+	.access = real_access,
+	.fcntl = real_fcntl,
 };
 
 const struct sp_os *sp_os = &sp_os_real;

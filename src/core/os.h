@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 
 /* Every function returns a value >= 0 on success or a negative errno value, and
  * leaves errno as it found it. Tests replace the table with a fake kernel. */
@@ -38,6 +39,13 @@ struct sp_os {
 	/* mincore(2): a byte per page of [addr, addr+len), bit 0 set if resident;
 	 * 0 or -errno. */
 	int (*mincore)(void *addr, size_t len, unsigned char *vec);
+	/* For the libhugetlbfs interface (src/htlb): statfs(2) of a path (f_type,
+	 * f_bsize); unlink(2); access(2) with mode (R_OK|W_OK|X_OK); fcntl(2) with an
+	 * int argument, its value. */
+	int (*statfs)(const char *path, struct statfs *out);
+	int (*unlink)(const char *path);
+	int (*access)(const char *path, int mode);
+	int (*fcntl)(int fd, int cmd, int arg);
 };
 
 extern const struct sp_os sp_os_real;

@@ -450,16 +450,21 @@ static void add_node(const char *name, void *arg)
 	sys->nodes[i] = tmp;
 }
 
-int sp_probe(struct sp_system *sys)
+void sp_probe_hugetlb(struct sp_system *sys)
 {
 	memset(sys, 0, sizeof *sys);
 	long ps = sp_os->page_size();
 	sys->base_page_size = ps > 0 ? (uint64_t)ps : 4096;
 	sys->default_huge_size = default_huge_size();
 	probe_pools(sys);
+	probe_mounts(sys);
+}
+
+int sp_probe(struct sp_system *sys)
+{
+	sp_probe_hugetlb(sys);
 	sp_dir_each(NODES_DIR, add_node, sys);
 	probe_thp(&sys->thp);
-	probe_mounts(sys);
 	probe_features(&sys->features, sys);
 	if (sys->n_sizes == 0 && !sys->thp.present) {
 		/* Nothing at all under /sys: say so rather than describe an empty machine. */

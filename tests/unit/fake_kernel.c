@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -18,6 +19,8 @@
 #define MAX_FDS 256
 #define MAX_POOLS 4
 #define MAX_PIDS 32
+#define MAX_FS 8
+#define EXT4_MAGIC 0xEF53
 #define PAGE 4096ul
 #define THP_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
 
@@ -25,6 +28,7 @@ enum { FD_FREE = 0, FD_FILE, FD_DIR, FD_MEMFD, FD_PIDFD };
 enum { GEN_NONE = 0, GEN_POOL, GEN_NODE, GEN_SMAPS };
 
 struct file { char *path, *data; size_t len; };
+struct fs { char path[128]; long type, bsize; int access_err; };
 struct pool { uint64_t size; long total, free, resv, surplus, overcommit, grantable; int fail; };
 struct fd { int kind; bool wr; char *path, *data; size_t len, pos; char name[64]; pid_t pid; };
 struct map {
@@ -63,6 +67,9 @@ static struct {
 	pid_t pids[MAX_PIDS];
 	int n_pids;
 	uint64_t clock;
+	struct fs fss[MAX_FS];
+	int n_fss, tmpfile_err, tmpfile_calls, unlink_calls, cloexec_cleared;
+	unsigned memfd_flags;
 } fk;
 
 /* ---------- small helpers ---------- */
@@ -411,6 +418,39 @@ static int fd_new(int kind)
 	return -EMFILE;
 }
 
+/* The filesystem registered by fk_fs that holds path (the longest match), NULL if none. */
+static struct fs *fs_of(const char *path)
+{
+	struct fs *best = NULL;
+	for (int i = 0; i < fk.n_fss; i++) {
+		size_t n = strlen(fk.fss[i].path);
+		if (!strncmp(path, fk.fss[i].path, n) && (path[n] == 0 || path[n] == '/') &&
+		    (!best || n > strlen(best->path)))
+			best = &fk.fss[i];
+	}
+	return best;
+}
+
+/* An unnamed file in directory path (O_TMPFILE): an fd like a memfd's. */
+static int tmpfile_open(const char *path)
+{
+	struct sb list = { 0 };
+	struct fs *f = fs_of(path);
+	bool is_dir = f || dir_list(path, &list);
+	free(list.p);
+	fk.tmpfile_calls++;
+	if (fk.tmpfile_err)
+		return -fk.tmpfile_err;
+	if (!is_dir)
+		return -ENOENT;
+	if (f && f->access_err)
+		return -f->access_err;
+	int fd = fd_new(FD_MEMFD);
+	if (fd >= 0)
+		snprintf(fd_of(fd)->name, sizeof fd_of(fd)->name, "tmpfile:%s", path);
+	return fd;
+}
+
 static int fk_open(const char *path, int flags, int mode)
 {
 	(void)mode;
@@ -419,6 +459,10 @@ static int fk_open(const char *path, int flags, int mode)
 	struct sb data = { 0 };
 	int kind = FD_FILE, ret;
 	LOCK();
+	if ((flags & O_TMPFILE) == O_TMPFILE) {
+		ret = tmpfile_open(path);
+		goto out;
+	}
 	struct file *f = file_of(path);
 	if (fk.err_path_err && !strcmp(path, fk.err_path)) {
 		ret = -fk.err_path_err;
@@ -827,9 +871,9 @@ out:
 static int fk_memfd_create(const char *name, unsigned flags)
 {
 	int ret;
-	(void)flags;
 	LOCK();
 	fk.memfd_calls++;
+	fk.memfd_flags = flags;
 	ret = fk.memfd_err ? -fk.memfd_err : fd_new(FD_MEMFD);
 	if (ret >= 0)
 		snprintf(fd_of(ret)->name, sizeof fd_of(ret)->name, "%s", name);
@@ -1010,6 +1054,72 @@ static int fk_mincore(void *addr, size_t len, unsigned char *vec)
 	return mincore(addr, len, vec) ? -errno : 0;
 }
 
+/* A path on a filesystem of fk_fs has its type; any other that exists is ext4. */
+static int fk_statfs(const char *path, struct statfs *out)
+{
+	struct sb list = { 0 };
+	int ret = 0;
+	LOCK();
+	struct fs *f = fs_of(path);
+	memset(out, 0, sizeof *out);
+	if (f) {
+		out->f_type = f->type;
+		out->f_bsize = f->bsize;
+	} else if (file_of(path) || dir_list(path, &list)) {
+		out->f_type = EXT4_MAGIC;
+		out->f_bsize = PAGE;
+	} else {
+		ret = -ENOENT;
+	}
+	free(list.p);
+	UNLOCK();
+	return ret;
+}
+
+static int fk_unlink(const char *path)
+{
+	int ret = -ENOENT;
+	LOCK();
+	fk.unlink_calls++;
+	struct file *f = file_of(path);
+	if (f) {
+		free(f->path);
+		free(f->data);
+		*f = fk.files[--fk.n_files];
+		ret = 0;
+	}
+	UNLOCK();
+	return ret;
+}
+
+static int fk_access(const char *path, int mode)
+{
+	struct sb list = { 0 };
+	int ret = 0;
+	(void)mode;
+	LOCK();
+	struct fs *f = fs_of(path);
+	if (f && f->access_err)
+		ret = -f->access_err;
+	else if (!f && !file_of(path) && !dir_list(path, &list))
+		ret = -ENOENT;
+	free(list.p);
+	UNLOCK();
+	return ret;
+}
+
+/* F_SETFD only: the fd must be open. */
+static int fk_fcntl(int fd, int cmd, int arg)
+{
+	int ret;
+	LOCK();
+	ret = fd_of(fd) ? 0 : -EBADF;
+	if (ret == 0 && cmd == F_SETFD && arg == 0)
+		fk.cloexec_cleared++;
+	UNLOCK();
+	return ret;
+}
+
 const struct sp_os fk_os = {
 	.open = fk_open,
 	.read = fk_read,
@@ -1032,6 +1142,10 @@ const struct sp_os fk_os = {
 	.ioctl = fk_ioctl,
 	.sleep_ns = fk_sleep_ns,
 	.mincore = fk_mincore,
+	.statfs = fk_statfs,
+	.unlink = fk_unlink,
+	.access = fk_access,
+	.fcntl = fk_fcntl,
 };
 
 /* ---------- the control API ---------- */
@@ -1302,6 +1416,22 @@ void fk_mremap_fail(int err) { fk.mremap_err = err; }
 void fk_prctl_thp(int value) { fk.prctl_thp = value; }
 void fk_memfd_error(int err) { fk.memfd_err = err; }
 int fk_memfd_calls(void) { return fk.memfd_calls; }
+unsigned fk_memfd_last_flags(void) { return fk.memfd_flags; }
+
+void fk_fs(const char *path, long type, long bsize, int access_err)
+{
+	LOCKED(if (fk.n_fss < MAX_FS) {
+		struct fs *f = &fk.fss[fk.n_fss++];
+		snprintf(f->path, sizeof f->path, "%s", path);
+		f->type = type;
+		f->bsize = bsize;
+		f->access_err = access_err;
+	});
+}
+void fk_tmpfile_error(int err) { LOCKED(fk.tmpfile_err = err); }
+int fk_tmpfile_calls(void) { return fk.tmpfile_calls; }
+int fk_unlink_calls(void) { return fk.unlink_calls; }
+int fk_cloexec_cleared(void) { return fk.cloexec_cleared; }
 
 void fk_pid_add(pid_t pid)
 {
@@ -1368,4 +1498,13 @@ void fk_machine_default(void)
 	fk_pool(SP_2M_SIZE, 0, 0);
 	fk_pool(SP_1G_SIZE, 0, 0);
 	fk_nodes(1);
+}
+
+void fk_setup(long pages_2m, long pages_1g)
+{
+	fk_reset();
+	fk_machine_default();
+	fk_pool(SP_2M_SIZE, pages_2m, pages_2m);
+	fk_pool(SP_1G_SIZE, pages_1g, pages_1g);
+	fk_install();
 }

@@ -20,6 +20,9 @@ void fk_install(void);
 void fk_uninstall(void);
 /* Files and pools like the machine these tests were written on (see fake_kernel.c). */
 void fk_machine_default(void);
+/* fk_reset, fk_machine_default, 2M and 1G pools of that many pages (all free), and
+ * fk_install: a test's usual start. */
+void fk_setup(long pages_2m, long pages_1g);
 
 /* ---- files: path -> contents ----
  * Directories are implied by the paths and listed by getdents with "." and "..", the
@@ -108,6 +111,20 @@ void fk_prctl_thp(int value);
 /* memfd_create fails with -err (0: succeeds). */
 void fk_memfd_error(int err);
 int fk_memfd_calls(void);
+/* The flags of the last memfd_create. */
+unsigned fk_memfd_last_flags(void);
+
+/* ---- filesystems (statfs, access, O_TMPFILE) ----
+ * A filesystem mounted at path: statfs of path and below gives type and bsize, access
+ * and O_TMPFILE there fail with -access_err (0: allowed). Any other path that exists
+ * is ext4. fk_reset forgets them. */
+void fk_fs(const char *path, long type, long bsize, int access_err);
+/* open(O_TMPFILE) fails with -err (EOPNOTSUPP: a kernel without it; 0: off). */
+void fk_tmpfile_error(int err);
+int fk_tmpfile_calls(void);
+int fk_unlink_calls(void);
+/* fcntl(F_SETFD, 0) calls: fds made not close-on-exec. */
+int fk_cloexec_cleared(void);
 /* kill0(pid) is 0 for these pids, -ESRCH for any other. */
 void fk_pid_add(pid_t pid);
 void fk_pid_remove(pid_t pid);

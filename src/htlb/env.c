@@ -1,0 +1,260 @@
+/* env.c - the HUGETLB_* environment and the machine's sizes and mounts, read once into
+ * the library's state; what it does not act on is said once, at load. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "hugetlbfs.h"
+#include "htlb.h"
+
+#define VERBOSE_DEFAULT 1
+#define VERBOSE_MAX 99
+
+static struct htlb_state state;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t fill_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void htlb_say(int level, const char *fmt, ...)
+{
+	int e = errno;
+	char buf[512];
+	va_list ap;
+	int n;
+
+	if (level > state.verbose)
+		return;
+	n = snprintf(buf, sizeof buf, HTLB_PREFIX "[%d] ", (int)getpid());
+	va_start(ap, fmt);
+	n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof buf - 2)
+		n = (int)sizeof buf - 2;
+	buf[n++] = '\n';
+	if (write(2, buf, (size_t)n) < 0) {
+		/* nowhere else to say it */
+	}
+	errno = e;
+}
+
+const struct htlb_size *htlb_size_of(const struct htlb_state *st, long size)
+{
+	for (int i = 0; i < st->n_sizes; i++)
+		if (st->sizes[i].size == size)
+			return &st->sizes[i];
+	return NULL;
+}
+
+/* The same while the state is filled. */
+static struct htlb_size *size_slot(struct htlb_state *st, long size)
+{
+	for (int i = 0; i < st->n_sizes; i++)
+		if (st->sizes[i].size == size)
+			return &st->sizes[i];
+	return NULL;
+}
+
+static void read_verbose(struct htlb_state *st)
+{
+	const char *v = getenv("HUGETLB_VERBOSE");
+	uint64_t level;
+
+	st->verbose = VERBOSE_DEFAULT;
+	if (getenv("HUGETLB_DEBUG")) {
+		st->verbose = VERBOSE_MAX;
+		return;
+	}
+	if (!v || !*v)
+		return;
+	if (sp_parse_count(v, &level) == 0) {
+		st->verbose = level > VERBOSE_MAX ? VERBOSE_MAX : (int)level;
+		return;
+	}
+	htlb_say(HTLB_ERROR, "HUGETLB_VERBOSE=%.64s is not a level from 0 to 99; using %d", v,
+		 VERBOSE_DEFAULT);
+}
+
+/* The kernel's sizes, its default first. */
+static void read_sizes(struct htlb_state *st, const struct sp_system *sys)
+{
+	st->base_page = (long)sys->base_page_size;
+	st->kernel_default = 0;
+	for (int i = 0; i < sys->n_sizes; i++)
+		if (sys->page_sizes[i] == sys->default_huge_size)
+			st->kernel_default = (long)sys->default_huge_size;
+	if (st->kernel_default)
+		st->sizes[st->n_sizes++].size = st->kernel_default;
+	for (int i = 0; i < sys->n_sizes && st->n_sizes < SP_MAX_PAGE_SIZES; i++)
+		if ((long)sys->page_sizes[i] != st->kernel_default)
+			st->sizes[st->n_sizes++].size = (long)sys->page_sizes[i];
+	/* No Hugepagesize line: the smallest size stands for the default. */
+	if (!st->kernel_default && st->n_sizes)
+		st->kernel_default = st->sizes[0].size;
+}
+
+static void read_default(struct htlb_state *st)
+{
+	const char *v = getenv("HUGETLB_DEFAULT_PAGE_SIZE");
+	uint64_t size;
+	char have[96] = "", one[24];
+
+	st->default_size = st->kernel_default;
+	if (!v || !*v)
+		return;
+	if (sp_parse_size(v, &size) == 0 && htlb_size_of(st, (long)size)) {
+		st->default_size = (long)size;
+		return;
+	}
+	for (int i = 0; i < st->n_sizes; i++) {
+		sp_format_size((uint64_t)st->sizes[i].size, one, sizeof one);
+		snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", i ? ", " : "",
+			 one);
+	}
+	sp_format_size((uint64_t)st->default_size, one, sizeof one);
+	htlb_say(HTLB_ERROR, "HUGETLB_DEFAULT_PAGE_SIZE=%.64s is not a huge page size of this "
+		 "machine (%s); using %s", v, st->n_sizes ? have : "none",
+		 st->default_size ? one : "none");
+}
+
+/* A hugetlbfs mount for its page size, if it is one, the size is the kernel's, and no
+ * earlier mount took the size. user: named by HUGETLB_PATH (its refusals are said). */
+static void add_mount(struct htlb_state *st, const char *path, bool user)
+{
+	struct statfs sf;
+	struct htlb_size *s;
+	int r;
+
+	if (strlen(path) >= SP_PATH_LEN) {
+		htlb_say(HTLB_ERROR, "mount path too long, ignored: %.64s...", path);
+		return;
+	}
+	r = sp_os->statfs(path, &sf);
+	if (r < 0 || (unsigned long)sf.f_type != HUGETLBFS_MAGIC) {
+		if (user)
+			htlb_say(HTLB_ERROR, "HUGETLB_PATH: %s is not a hugetlbfs mount (%s); "
+				 "ignored", path, r < 0 ? strerror(-r) : "statfs");
+		return;
+	}
+	r = sp_os->access(path, R_OK | W_OK | X_OK);
+	if (r < 0) {
+		htlb_say(user ? HTLB_ERROR : HTLB_DEBUG, "%s%s: %s; ignored",
+			 user ? "HUGETLB_PATH: " : "hugetlbfs mount ", path, strerror(-r));
+		return;
+	}
+	s = size_slot(st, (long)sf.f_bsize);
+	if (!s) {
+		htlb_say(user ? HTLB_ERROR : HTLB_DEBUG, "%s: page size %ld is not the kernel's; "
+			 "ignored", path, (long)sf.f_bsize);
+		return;
+	}
+	if (s->mount[0]) {
+		htlb_say(user ? HTLB_ERROR : HTLB_DEBUG, "%s: %s already serves page size %ld; "
+			 "ignored", path, s->mount, s->size);
+		return;
+	}
+	sp_strlcpy(s->mount, path, sizeof s->mount);
+}
+
+static void read_mounts(struct htlb_state *st, const struct sp_system *sys)
+{
+	const char *v = getenv("HUGETLB_PATH");
+
+	st->path_set = v != NULL;
+	if (!v) {
+		for (int i = 0; i < sys->n_mounts; i++)
+			add_mount(st, sys->mounts[i].path, false);
+		return;
+	}
+	while (*v) {
+		char path[SP_PATH_LEN + 1];
+		size_t n = strcspn(v, ":");
+		if (n > SP_PATH_LEN)
+			n = SP_PATH_LEN; /* (add_mount says it is too long) */
+		memcpy(path, v, n);
+		path[n] = 0;
+		if (n)
+			add_mount(st, path, true);
+		v += strcspn(v, ":");
+		if (*v == ':')
+			v++;
+	}
+}
+
+static void fill(struct htlb_state *st)
+{
+	static struct sp_system sys; /* large: not on the stack; under fill_lock */
+	const char *v;
+	bool b;
+
+	memset(st, 0, sizeof *st);
+	read_verbose(st);
+	sp_probe_hugetlb(&sys);
+	read_sizes(st, &sys);
+	read_default(st);
+	read_mounts(st, &sys);
+	v = getenv("HUGETLB_NO_RESERVE");
+	st->no_reserve = v && sp_parse_bool(v, &b) == 0 && b;
+}
+
+static void fill_once(void)
+{
+	pthread_mutex_lock(&fill_lock);
+	fill(&state);
+	pthread_mutex_unlock(&fill_lock);
+}
+
+const struct htlb_state *htlb_state(void)
+{
+	pthread_once(&once, fill_once);
+	return &state;
+}
+
+void htlb_reload(void)
+{
+	htlb_state();
+	fill_once();
+}
+
+/* Variables of libhugetlbfs(7) this library accepts and does not act on, and why. */
+static const struct {
+	const char *name, *why;
+} unacted[] = {
+	{ "HUGETLB_MORECORE", "the heap on huge pages needs superpage's runtime: "
+			      "superpage run --backing 2m -- PROGRAM (not provided here yet)" },
+	{ "HUGETLB_SHM", "shmget on huge pages needs superpage's runtime: superpage run "
+			 "--shm -- PROGRAM (not provided here yet)" },
+	{ "HUGETLB_ELFMAP", "text and data on huge pages need superpage's runtime: superpage "
+			    "run --text -- PROGRAM (not provided here yet)" },
+	{ "HUGETLB_RESTRICT_EXE", "it restricts the heap, shm and text features, which are "
+				  "not provided here yet" },
+	{ "HUGETLB_NO_RESERVE", "huge pages are always reserved when mapped, so that touching "
+				"them never kills the program" },
+	{ "HUGETLB_FORCE_ELFMAP", "obsolete: superpage run --text needs no relinking" },
+	{ "HUGETLB_MINIMAL_COPY", "obsolete (segment remapping)" },
+	{ "HUGETLB_SHARE", "obsolete (shared remapped segments)" },
+	{ "HUGETLB_SHARE_PATH", "obsolete (shared remapped segments)" },
+	{ "HUGETLB_MORECORE_SHRINK", "obsolete (glibc has no morecore hook since 2.34)" },
+	{ "HUGETLB_MORECORE_HEAPBASE", "obsolete (glibc has no morecore hook since 2.34)" },
+	{ "HUGETLB_NO_PREFAULT", "obsolete: huge pages are reserved when mapped and faulted "
+				 "when touched" },
+	{ "HUGETLB_FEATURES", "obsolete: kernel features are probed, not overridden" },
+};
+
+/* At load: the state read, and each variable set that is not acted on said once. */
+__attribute__((constructor)) static void htlb_init(void)
+{
+	htlb_state();
+	for (size_t i = 0; i < sizeof unacted / sizeof *unacted; i++) {
+		const char *v = getenv(unacted[i].name);
+		bool b;
+		if (!v || (sp_parse_bool(v, &b) == 0 && !b))
+			continue;
+		htlb_say(HTLB_ERROR, "%s=%.64s accepted but not acted on: %s", unacted[i].name, v,
+			 unacted[i].why);
+	}
+}
