@@ -209,22 +209,21 @@ static void procs_json(struct json *j, const struct sp_proc *v, size_t n, long t
 		json_object_begin(j);
 		json_key(j, "pid");
 		json_int(j, p->pid);
-		json_key(j, "uid");
-		json_uint(j, p->uid);
 		json_key(j, "comm");
 		json_string(j, p->comm);
 		json_key(j, "cgroup");
 		json_string(j, p->cgroup);
-		json_key(j, "rss_bytes");
-		json_uint(j, p->rss_bytes);
-		json_key(j, "huge_bytes");
-		json_uint(j, p->huge_bytes);
 		json_key(j, "coverage");
 		json_double(j, ratio(p->huge_bytes, p->rss_bytes));
-		json_key(j, "thp_bytes");
-		json_uint(j, p->thp_bytes);
-		json_key(j, "hugetlb_bytes");
-		json_uint(j, p->hugetlb_bytes);
+		const struct { const char *k; uint64_t v; } u[] = {
+			{ "uid", p->uid }, { "rss_bytes", p->rss_bytes },
+			{ "huge_bytes", p->huge_bytes }, { "thp_bytes", p->thp_bytes },
+			{ "hugetlb_bytes", p->hugetlb_bytes },
+		};
+		for (size_t k = 0; k < sizeof u / sizeof *u; k++) {
+			json_key(j, u[k].k);
+			json_uint(j, u[k].v);
+		}
 		json_key(j, "hugetlb");
 		json_object_begin(j);
 		for (int k = 0; k < SP_PROC_HUGETLB_SIZES && p->hugetlb[k].page_size; k++) {
