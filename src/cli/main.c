@@ -35,6 +35,7 @@ static void usage(FILE *f)
 	      "  pool [--size 2M|1G] [--node N] COUNT  set a huge page pool and read it back\n"
 	      "  pool --persist ... | --apply          keep pools across reboots (pools.conf)\n"
 	      "  stat [--json] PID                     how much of a process is on huge pages\n"
+      "  stat --all [--cgroup] [--top N]       every process (or memory cgroup) at once\n"
 	      "  promote [OPTIONS] PID...              collapse a running process's memory onto\n"
 	      "                                        huge pages\n"
 	      "  run [OPTIONS] [--] CMD [ARGS...]      run a program with its memory on huge pages\n"
