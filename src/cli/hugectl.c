@@ -214,22 +214,17 @@ int cmd_hugectl(int argc, char **argv)
 	char **r;
 	int i, n, rc;
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-' || !a[1])
-			break;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	/* Options end at "--" or at COMMAND, the first word that is not one. */
+	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage_hugectl();
 			return EXIT_OK;
 		}
 		if ((rc = hugectl_option(argc, argv, &i, &h)) != 0)
 			return rc;
 	}
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
 	if (i >= argc)
 		return cli_error(EXIT_USAGE, "hugectl: missing COMMAND, the program to run "
 				 "(see superpage-hugectl --help)");
