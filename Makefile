@@ -286,8 +286,13 @@ compat: all
 
 install: all kernels
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7 \
+		$(DESTDIR)$(MANDIR)/man8
 	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/superpage
+	# libhugetlbfs' programs are superpage run by these names (src/cli/main.c); the
+	# plain hugectl and hugeadm are left to the user, where no distribution has them
+	ln -sf superpage $(DESTDIR)$(BINDIR)/superpage-hugectl
+	ln -sf superpage $(DESTDIR)$(BINDIR)/superpage-hugeadm
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	install -d $(DESTDIR)$(RUNTIMEDIR)
 	install -m 755 $(RT_SO) $(DESTDIR)$(RUNTIMEDIR)/libsuperpage-run.so
@@ -302,6 +307,8 @@ install: all kernels
 	install -m 644 man/superpage.3 $(DESTDIR)$(MANDIR)/man3/superpage.3
 	install -m 644 man/superpage-run.7 $(DESTDIR)$(MANDIR)/man7/superpage-run.7
 	install -m 644 man/superpage-libhugetlbfs.7 $(DESTDIR)$(MANDIR)/man7/superpage-libhugetlbfs.7
+	install -m 644 man/superpage-hugectl.8 $(DESTDIR)$(MANDIR)/man8/superpage-hugectl.8
+	install -m 644 man/superpage-hugeadm.8 $(DESTDIR)$(MANDIR)/man8/superpage-hugeadm.8
 	install -d $(DESTDIR)$(HTLB_LIBDIR) $(DESTDIR)$(HTLB_INCDIR)
 	install -m 755 $(HTLB_SO) $(DESTDIR)$(HTLB_LIBDIR)/libhugetlbfs.so.0
 	ln -sf libhugetlbfs.so.0 $(DESTDIR)$(HTLB_LIBDIR)/libhugetlbfs.so
@@ -317,6 +324,8 @@ install: all kernels
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/superpage $(DESTDIR)$(LIBDIR)/$(SONAME) \
+		$(DESTDIR)$(BINDIR)/superpage-hugectl $(DESTDIR)$(BINDIR)/superpage-hugeadm \
+		$(DESTDIR)$(MANDIR)/man8/superpage-hugectl.8 $(DESTDIR)$(MANDIR)/man8/superpage-hugeadm.8 \
 		$(DESTDIR)$(LIBDIR)/libsuperpage.so $(DESTDIR)$(LIBDIR)/libsuperpage.a \
 		$(DESTDIR)$(RUNTIMEDIR)/libsuperpage-run.so \
 		$(DESTDIR)$(INCDIR)/superpage.h $(DESTDIR)$(PCDIR)/superpage.pc \

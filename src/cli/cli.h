@@ -24,6 +24,9 @@ int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+/* libhugetlbfs' programs, chosen by the name superpage runs as (argv[0] is that name). */
+int cmd_hugectl(int argc, char **argv);
+int cmd_hugeadm(int argc, char **argv);
 
 /* superpage stat --all (stat_all.c): argv as cmd_stat has it. */
 int stat_all(int argc, char **argv);
@@ -36,6 +39,8 @@ void usage_run(void);
 void usage_bench(void);
 void usage_export(void);
 void usage_version(void);
+void usage_hugectl(void);
+void usage_hugeadm(void);
 
 /* Prints "superpage: MESSAGE" as one line on stderr (control characters shown as
  * '?', so a user's argument cannot break the line) and returns code. */

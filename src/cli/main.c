@@ -1,5 +1,6 @@
 /* main.c - the superpage command: picks the subcommand, prints the overall help. */
 #include <errno.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -74,6 +75,27 @@ static int help(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* Run as superpage-hugectl or hugectl (a link to superpage): libhugetlbfs' program. */
+static const struct command personalities[] = {
+	{ "superpage-hugectl", cmd_hugectl, usage_hugectl },
+	{ "hugectl", cmd_hugectl, usage_hugectl },
+	{ "superpage-hugeadm", cmd_hugeadm, usage_hugeadm },
+	{ "hugeadm", cmd_hugeadm, usage_hugeadm },
+};
+
+static const struct command *find_personality(const char *argv0)
+{
+	char copy[256];
+	const char *base;
+
+	snprintf(copy, sizeof copy, "%s", argv0);
+	base = basename(copy);
+	for (size_t i = 0; i < sizeof personalities / sizeof personalities[0]; i++)
+		if (!strcmp(personalities[i].name, base))
+			return &personalities[i];
+	return NULL;
+}
+
 /* A full disk or a closed pipe must not look like success to a script. */
 static int finish(int rc)
 {
@@ -91,6 +113,8 @@ int main(int argc, char **argv)
 	const struct command *c;
 	const char *name;
 
+	if (argc > 0 && (c = find_personality(argv[0])) != NULL)
+		return finish(c->run(argc, argv));
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -51,6 +51,7 @@ void usage_run(void)
 	      "                     stderr, or appends it to FILE as one line of JSON\n"
 	      "  -v, --verbose[=N]  say each fallback once, when it happens; repeat for more\n"
 	      "                     (N from 0 to 3)\n"
+	      "  --dry-run          print the environment CMD would get and CMD, run nothing\n"
 	      "\n"
 	      "The \"--\" may be left out when CMD does not start with '-'. Statically linked\n"
 	      "and setuid programs cannot be preloaded: they run without superpage, and it\n"
@@ -62,7 +63,7 @@ void usage_run(void)
 struct run_options {
 	const char *backing;     /* canonical name, or NULL: not given */
 	const char *min;         /* as given, checked */
-	bool no_heap, stacks, shm, stats, perf_map, honour_thp_disable;
+	bool no_heap, stacks, shm, stats, perf_map, honour_thp_disable, dry_run;
 	const char *text;        /* "main" or "all", or NULL */
 	const char *stats_file;  /* as given, or NULL for stderr */
 	int verbose;             /* -1: not given */
@@ -93,6 +94,8 @@ static int flag_option(const char *a, struct run_options *o)
 		o->stacks = true;
 	} else if (!strcmp(a, "--shm")) {
 		o->shm = true;
+	} else if (!strcmp(a, "--dry-run")) {
+		o->dry_run = true;
 	} else if (!strcmp(a, "--honour-thp-disable")) {
 		o->honour_thp_disable = true;
 	} else if (!strcmp(a, "--stats")) {
@@ -446,6 +449,40 @@ static void say_offer(enum sp_backing b)
 
 /* ---------- running it ---------- */
 
+/* s in single quotes for sh, a quote inside as '\''. */
+static void print_quoted(const char *s)
+{
+	putchar('\'');
+	for (; *s; s++)
+		if (*s == '\'')
+			fputs("'\\''", stdout);
+		else
+			putchar(*s);
+	putchar('\'');
+}
+
+/* --dry-run: what CMD would get, as lines a launcher script can hold. */
+static void print_dry_run(char **cmd)
+{
+	extern char **environ;
+
+	for (char **e = environ; *e; e++) {
+		const char *eq = strchr(*e, '=');
+
+		if (!eq || (strncmp(*e, "SUPERPAGE_", 10) && strncmp(*e, "LD_PRELOAD=", 11)))
+			continue;
+		printf("export %.*s=", (int)(eq - *e), *e);
+		print_quoted(eq + 1);
+		putchar('\n');
+	}
+	fputs("exec", stdout);
+	for (; *cmd; cmd++) {
+		putchar(' ');
+		print_quoted(*cmd);
+	}
+	putchar('\n');
+}
+
 /* Becomes CMD (no fork: one process less to start, and CMD's exit status or the
  * signal that ends it is seen by the caller exactly as if CMD had run alone).
  * Returns only when exec fails, with a shell's status: 126 or 127. hint follows
@@ -488,6 +525,10 @@ int cmd_run(int argc, char **argv)
 			 "get huge pages where THP is always", argv[cmd], strerror(errno));
 	say_offer(b);
 	cli_say_image(argv[cmd]);
+	if (o.dry_run) {
+		print_dry_run(argv + cmd);
+		return EXIT_OK;
+	}
 	if (!strcmp(argv[cmd - 1], "--stats") || !strcmp(argv[cmd - 1], "--text"))
 		snprintf(hint, sizeof hint, " (to give %s a value, write %s=%s)", argv[cmd - 1],
 			 argv[cmd - 1], argv[cmd]);
