@@ -224,14 +224,6 @@ void htlb_reload(void)
 static const struct {
 	const char *name, *why;
 } unacted[] = {
-	{ "HUGETLB_MORECORE", "the heap on huge pages needs superpage's runtime: "
-			      "superpage run --backing 2m -- PROGRAM (not provided here yet)" },
-	{ "HUGETLB_SHM", "shmget on huge pages needs superpage's runtime: superpage run "
-			 "--shm -- PROGRAM (not provided here yet)" },
-	{ "HUGETLB_ELFMAP", "text and data on huge pages need superpage's runtime: superpage "
-			    "run --text -- PROGRAM (not provided here yet)" },
-	{ "HUGETLB_RESTRICT_EXE", "it restricts the heap, shm and text features, which are "
-				  "not provided here yet" },
 	{ "HUGETLB_NO_RESERVE", "huge pages are always reserved when mapped, so that touching "
 				"them never kills the program" },
 	{ "HUGETLB_FORCE_ELFMAP", "obsolete: superpage run --text needs no relinking" },
@@ -245,9 +237,13 @@ static const struct {
 	{ "HUGETLB_FEATURES", "obsolete: kernel features are probed, not overridden" },
 };
 
-/* At load: the state read, and each variable set that is not acted on said once. */
-__attribute__((constructor)) static void htlb_init(void)
+/* At load: the state read, each variable set that is not acted on said once, then
+ * the program started again with superpage's runtime if its environment asks for it
+ * (rerun.c). glibc passes ELF constructors the program's arguments. */
+__attribute__((constructor)) static void htlb_init(int argc, char **argv, char **envp)
 {
+	(void)argc;
+	(void)envp;
 	htlb_state();
 	for (size_t i = 0; i < sizeof unacted / sizeof *unacted; i++) {
 		const char *v = getenv(unacted[i].name);
@@ -257,4 +253,5 @@ __attribute__((constructor)) static void htlb_init(void)
 		htlb_say(HTLB_ERROR, "%s=%.64s accepted but not acted on: %s", unacted[i].name, v,
 			 unacted[i].why);
 	}
+	htlb_rerun(argv);
 }
