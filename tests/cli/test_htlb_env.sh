@@ -2,10 +2,10 @@
 # test_htlb_env.sh - libhugetlbfs.so.0's environment that needs superpage's runtime:
 # a program linked with -lhugetlbfs (tests/htlb/heap_prog.c) started again with the
 # runtime for HUGETLB_MORECORE (thp, and yes on a 2M pool set up and put back) and
-# HUGETLB_SHM, left alone without them, with HUGETLB_MORECORE=no and outside
-# HUGETLB_RESTRICT_EXE, and its children without the runtime. Usage:
-# tests/cli/test_htlb_env.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
-# "SKIP name: why" per test.
+# HUGETLB_SHM; left alone without them, with HUGETLB_MORECORE=no and outside
+# HUGETLB_RESTRICT_EXE; its messages said once over both starts; its children without
+# the runtime. Usage: tests/cli/test_htlb_env.sh BUILD_DIR. Prints "PASS name",
+# "FAIL name: why" or "SKIP name: why" per test.
 set -u
 B=${1:?usage: tests/cli/test_htlb_env.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,7 +15,8 @@ LIBDIR=$(cd "$B/libhugetlbfs" 2>/dev/null && pwd)
 . "$here/lib.sh"
 tmp_with_pool
 
-names=(htlb_env_none htlb_env_morecore_no htlb_env_restrict htlb_env_thp htlb_env_child
+names=(htlb_env_none htlb_env_morecore_no htlb_env_restrict htlb_env_thp htlb_env_said_once
+	htlb_env_child
 	htlb_env_preload_back htlb_env_2m htlb_env_shm)
 skip_all() { # why
 	for t in "${names[@]}"; do skip "$t" "$1"; done
@@ -83,6 +84,15 @@ else
 	else
 		fail htlb_env_thp "$(got)"
 	fi
+fi
+
+# What the first start says is not said again by the second.
+prog HUGETLB_MORECORE=thp HUGETLB_SHARE=1 heap 4
+if [ $rc = 0 ] && has "runtime 1" && [ "$(grep -c '^superpage libhugetlbfs: ' "$tmp/prog.err")" = 1 ] &&
+	grep -q 'HUGETLB_SHARE=1 accepted but not acted on' "$tmp/prog.err"; then
+	pass htlb_env_said_once
+else
+	fail htlb_env_said_once "want one line for HUGETLB_SHARE: $(got)"
 fi
 
 # ---------- children: the runtime is not inherited, LD_PRELOAD is put back ----------
