@@ -57,6 +57,8 @@ CLI_SRC := $(wildcard src/cli/*.c)
 BENCH_SRC := $(wildcard src/bench/*.c)
 RT_SRC := $(wildcard src/runtime/*.c)
 HTLB_SRC := $(wildcard src/htlb/*.c)
+# What the command and libhugetlbfs.so.0 share: LD_PRELOAD with the runtime in front.
+COMMON_SRC := $(wildcard src/common/*.c)
 RT_CORE_SRC := $(filter-out src/runtime/interpose.c src/runtime/mmap.c src/runtime/mremap.c,$(RT_SRC))
 RTEST_SRC := $(wildcard tests/runtime/*/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -68,7 +70,8 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 RT_OBJ := $(RT_SRC:%.c=$(B)/obj/%.o)
-HTLB_OBJ := $(HTLB_SRC:%.c=$(B)/obj/%.o)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/obj/%.o)
+HTLB_OBJ := $(HTLB_SRC:%.c=$(B)/obj/%.o) $(COMMON_OBJ)
 RT_CORE_OBJ := $(RT_CORE_SRC:%.c=$(B)/obj/%.o)
 RTEST_LIB_SRC := $(wildcard tests/runtime/*/lib/*.c)
 RTEST_BIN := $(RTEST_SRC:%.c=$(B)/%) $(B)/tests/runtime/text/textuse-plain \
@@ -123,7 +126,11 @@ $(RT_SO): $(RT_OBJ) $(CORE_OBJ) src/runtime/exports.map
 # (src/htlb/exports.map), so that programs linked against libhugetlbfs run on it.
 $(B)/obj/src/htlb/%.o: src/htlb/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CORE_INC) $(HTLB_INC) -fvisibility=hidden -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) $(HTLB_INC) -Isrc/common -fvisibility=hidden -c -o $@ $<
+
+$(B)/obj/src/common/%.o: src/common/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fvisibility=hidden -c -o $@ $<
 
 $(HTLB_SO): $(HTLB_OBJ) $(CORE_OBJ) src/htlb/exports.map
 	@mkdir -p $(dir $@)
@@ -152,13 +159,13 @@ $(B)/libsuperpage.so: $(LIB_SO)
 # The command is linked statically (not under the sanitizers, which cannot be):
 # superpage run starts before every program it runs, and a static start is faster.
 CLI_STATIC := $(if $(SAN),,-static)
-$(CLI): $(CLI_OBJ) $(BENCH_A) $(LIB_A)
-	$(CC) $(ALL_LDFLAGS) $(CLI_STATIC) -o $@ $(CLI_OBJ) $(BENCH_A) $(LIB_A) $(LIBS) -lm
+$(CLI): $(CLI_OBJ) $(COMMON_OBJ) $(BENCH_A) $(LIB_A)
+	$(CC) $(ALL_LDFLAGS) $(CLI_STATIC) -o $@ $(CLI_OBJ) $(COMMON_OBJ) $(BENCH_A) $(LIB_A) $(LIBS) -lm
 
 # The command's objects find the bench's header (src/bench/bench.h) as "bench.h".
 $(B)/obj/src/cli/%.o: src/cli/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Isrc/bench -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -Isrc/bench -Isrc/common -c -o $@ $<
 
 # superpage bench as a part of its own: the kernel table, plan, runner, judge, stats and
 # one writer per format, linked by the command and the unit tests. Its JSON writer

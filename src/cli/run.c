@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "preload.h"
 
-#define RUNTIME_NAME "libsuperpage-run.so"
 #define THP_DIR "/sys/kernel/mm/transparent_hugepage"
 
 #ifndef PR_SET_THP_DISABLE
@@ -238,64 +238,34 @@ static int find_runtime(char *out, size_t len)
 	if (!slash)
 		return cli_error(EXIT_USAGE, "run: /proc/self/exe is not a path: %s", dir);
 	*slash = 0;
-	snprintf(cand, sizeof cand, "%s/" RUNTIME_NAME, dir);
+	snprintf(cand, sizeof cand, "%s/" SP_RUNTIME_NAME, dir);
 	if (is_readable_file(cand) && strlen(cand) < len) {
 		memcpy(out, cand, strlen(cand) + 1);
 		return 0;
 	}
-	snprintf(cand, sizeof cand, "%s/../lib/" RUNTIME_NAME, dir);
+	snprintf(cand, sizeof cand, "%s/../lib/" SP_RUNTIME_NAME, dir);
 	if (len >= PATH_MAX && is_readable_file(cand) && realpath(cand, out))
 		return 0;
-	snprintf(cand, sizeof cand, "%s/../lib/superpage/" RUNTIME_NAME, dir);
+	snprintf(cand, sizeof cand, "%s/../lib/superpage/" SP_RUNTIME_NAME, dir);
 	if (len >= PATH_MAX && is_readable_file(cand) && realpath(cand, out))
 		return 0;
 	return cli_error(EXIT_USAGE, "run: cannot find the runtime: none of %s/%s, %s/../lib/%s, "
-			 "%s/../lib/superpage/%s exists", dir, RUNTIME_NAME, dir, RUNTIME_NAME, dir, RUNTIME_NAME);
+			 "%s/../lib/superpage/%s exists", dir, SP_RUNTIME_NAME, dir, SP_RUNTIME_NAME, dir, SP_RUNTIME_NAME);
 }
 
-static bool is_runtime(const char *entry, size_t n, const char *rt)
-{
-	const char *base = entry;
-
-	if (n == strlen(rt) && !memcmp(entry, rt, n))
-		return true;
-	for (size_t k = 0; k < n; k++)
-		if (entry[k] == '/')
-			base = entry + k + 1;
-	return (size_t)(entry + n - base) == strlen(RUNTIME_NAME) &&
-	       !memcmp(base, RUNTIME_NAME, strlen(RUNTIME_NAME));
-}
-
-/* LD_PRELOAD with the runtime in front. Entries are separated by ':' or ' ' (as
- * ld.so reads them); a runtime already in the list (this one, or another copy,
- * as under a nested superpage run) is dropped, so it is never loaded twice. */
+/* LD_PRELOAD with the runtime in front; a runtime already in the list (this one, or
+ * another copy, as under a nested superpage run) is dropped (src/common/preload.c). */
 static int set_preload(const char *rt)
 {
-	const char *old = getenv("LD_PRELOAD"), *p;
-	size_t len = strlen(rt) + (old ? strlen(old) : 0) + 2;
-	char *val, *w;
+	char *val;
 	int rc;
 
 	if (strpbrk(rt, ": "))
 		return cli_error(EXIT_USAGE, "run: the runtime's path %s has a ':' or a space, which "
 				 "LD_PRELOAD cannot hold", rt);
-	val = malloc(len);
+	val = sp_preload_with_runtime(rt, getenv("LD_PRELOAD"));
 	if (!val)
 		return cli_error(EXIT_USAGE, "run: out of memory");
-	w = val + sprintf(val, "%s", rt);
-	for (p = old ? old : ""; *p;) {
-		size_t n = strcspn(p, ": ");
-
-		if (n && !is_runtime(p, n, rt)) {
-			*w++ = ':';
-			memcpy(w, p, n);
-			w += n;
-		}
-		p += n;
-		if (*p)
-			p++;
-	}
-	*w = 0;
 	rc = put_env("LD_PRELOAD", val);
 	free(val);
 	return rc;

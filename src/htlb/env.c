@@ -12,6 +12,7 @@
 
 #include "hugetlbfs.h"
 #include "htlb.h"
+#include "preload.h"
 
 #define VERBOSE_DEFAULT 1
 #define VERBOSE_MAX 99
@@ -191,14 +192,21 @@ static void fill(struct htlb_state *st)
 	const char *v;
 	bool b;
 
+	int verbose;
+
 	memset(st, 0, sizeof *st);
 	read_verbose(st);
+	/* In the program started again (rerun.c), what the first start said stays unsaid. */
+	verbose = st->verbose;
+	if (getenv(SP_HTLB_EXEC_ENV))
+		st->verbose = 0;
 	sp_probe_hugetlb(&sys);
 	read_sizes(st, &sys);
 	read_default(st);
 	read_mounts(st, &sys);
 	v = getenv("HUGETLB_NO_RESERVE");
 	st->no_reserve = v && sp_parse_bool(v, &b) == 0 && b;
+	st->verbose = verbose;
 }
 
 static void fill_once(void)
@@ -224,14 +232,6 @@ void htlb_reload(void)
 static const struct {
 	const char *name, *why;
 } unacted[] = {
-	{ "HUGETLB_MORECORE", "the heap on huge pages needs superpage's runtime: "
-			      "superpage run --backing 2m -- PROGRAM (not provided here yet)" },
-	{ "HUGETLB_SHM", "shmget on huge pages needs superpage's runtime: superpage run "
-			 "--shm -- PROGRAM (not provided here yet)" },
-	{ "HUGETLB_ELFMAP", "text and data on huge pages need superpage's runtime: superpage "
-			    "run --text -- PROGRAM (not provided here yet)" },
-	{ "HUGETLB_RESTRICT_EXE", "it restricts the heap, shm and text features, which are "
-				  "not provided here yet" },
 	{ "HUGETLB_NO_RESERVE", "huge pages are always reserved when mapped, so that touching "
 				"them never kills the program" },
 	{ "HUGETLB_FORCE_ELFMAP", "obsolete: superpage run --text needs no relinking" },
@@ -245,10 +245,9 @@ static const struct {
 	{ "HUGETLB_FEATURES", "obsolete: kernel features are probed, not overridden" },
 };
 
-/* At load: the state read, and each variable set that is not acted on said once. */
-__attribute__((constructor)) static void htlb_init(void)
+/* Each variable set that is not acted on, said once. */
+static void say_unacted(void)
 {
-	htlb_state();
 	for (size_t i = 0; i < sizeof unacted / sizeof *unacted; i++) {
 		const char *v = getenv(unacted[i].name);
 		bool b;
@@ -257,4 +256,17 @@ __attribute__((constructor)) static void htlb_init(void)
 		htlb_say(HTLB_ERROR, "%s=%.64s accepted but not acted on: %s", unacted[i].name, v,
 			 unacted[i].why);
 	}
+}
+
+/* At load: the state read, what is not acted on said (not again in the program started
+ * again), then the program started again with superpage's runtime if its environment
+ * asks for it (rerun.c). glibc passes ELF constructors the program's arguments. */
+__attribute__((constructor)) static void htlb_init(int argc, char **argv, char **envp)
+{
+	(void)argc;
+	(void)envp;
+	htlb_state();
+	if (!getenv(SP_HTLB_EXEC_ENV))
+		say_unacted();
+	htlb_rerun(argv);
 }

@@ -43,6 +43,11 @@ void htlb_reload(void);
 const struct htlb_size *htlb_size_of(const struct htlb_state *st, long size);
 /* One line on stderr, HTLB_PREFIX first, if HUGETLB_VERBOSE is at least level; errno
  * is left as it was. */
+/* HUGETLB_MORECORE, HUGETLB_SHM, HUGETLB_ELFMAP (and HUGETLB_RESTRICT_EXE): execs the
+ * program again with superpage's runtime preloaded when they ask for huge pages; in the
+ * process so started, puts the program's LD_PRELOAD back. Returns when there is nothing
+ * to do, or it cannot be done (said). From the constructor, with its argv. */
+void htlb_rerun(char **argv);
 void htlb_say(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -6,6 +6,14 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
+# For the scripts that add to the 2M pool: tmp, a new directory removed at exit, when
+# the pool is also put back (pool_add in tests/lib.sh).
+tmp_with_pool() {
+	tmp=$(mktemp -d)
+	trap 'put_pool_back; rm -rf "$tmp"' EXIT
+	trap 'exit 130' INT TERM HUP
+}
+
 # The error contract of the command: status 2, nothing on stdout, one line on stderr
 # starting "superpage: ".
 expect_usage_error() { # name args...

@@ -12,15 +12,9 @@ top=$(cd "$here/../.." && pwd)
 SP=$B/superpage
 LIBDIR=$(cd "$B/libhugetlbfs" 2>/dev/null && pwd)
 LIB=$LIBDIR/libhugetlbfs.so.0
-tmp=$(mktemp -d)
 # shellcheck source=tests/cli/lib.sh
 . "$here/lib.sh"
-cleanup() {
-	put_pool_back
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+tmp_with_pool
 
 if [ ! -f "$LIB" ]; then
 	fail htlb_built "$B/libhugetlbfs/libhugetlbfs.so.0 is missing (make builds it)"
@@ -98,11 +92,12 @@ else
 fi
 
 # What the library does not act on is said once; HUGETLB_VERBOSE=0 says nothing.
-HUGETLB_MORECORE=yes HUGETLB_NO_PREFAULT=1 run_timed said "$PROG" sizes
+# (HUGETLB_MORECORE, SHM and ELFMAP are acted on: tests/cli/test_htlb_env.sh.)
+HUGETLB_SHARE=1 HUGETLB_NO_PREFAULT=1 run_timed said "$PROG" sizes
 n_said=$(grep -c '^superpage libhugetlbfs: ' "$tmp/said.err")
-HUGETLB_MORECORE=yes HUGETLB_VERBOSE=0 run_timed quiet "$PROG" sizes
-if [ "$n_said" != 2 ] || ! grep -q 'HUGETLB_MORECORE=yes accepted but not acted on' "$tmp/said.err"; then
-	fail htlb_env_said "want 2 lines, one for HUGETLB_MORECORE: $(oneline "$tmp/said.err")"
+HUGETLB_SHARE=1 HUGETLB_VERBOSE=0 run_timed quiet "$PROG" sizes
+if [ "$n_said" != 2 ] || ! grep -q 'HUGETLB_SHARE=1 accepted but not acted on' "$tmp/said.err"; then
+	fail htlb_env_said "want 2 lines, one for HUGETLB_SHARE: $(oneline "$tmp/said.err")"
 elif [ -s "$tmp/quiet.err" ]; then
 	fail htlb_env_said "HUGETLB_VERBOSE=0 printed: $(oneline "$tmp/quiet.err")"
 else

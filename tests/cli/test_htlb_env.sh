@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# test_htlb_env.sh - libhugetlbfs.so.0's environment that needs superpage's runtime:
+# a program linked with -lhugetlbfs (tests/htlb/heap_prog.c) started again with the
+# runtime for HUGETLB_MORECORE (thp, and yes on a 2M pool set up and put back) and
+# HUGETLB_SHM; left alone without them, with HUGETLB_MORECORE=no and outside
+# HUGETLB_RESTRICT_EXE; its messages said once over both starts; its children without
+# the runtime. Usage: tests/cli/test_htlb_env.sh BUILD_DIR. Prints "PASS name",
+# "FAIL name: why" or "SKIP name: why" per test.
+set -u
+B=${1:?usage: tests/cli/test_htlb_env.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+LIBDIR=$(cd "$B/libhugetlbfs" 2>/dev/null && pwd)
+# shellcheck source=tests/cli/lib.sh
+. "$here/lib.sh"
+tmp_with_pool
+
+names=(htlb_env_none htlb_env_morecore_no htlb_env_restrict htlb_env_thp htlb_env_said_once
+	htlb_env_child
+	htlb_env_preload_back htlb_env_2m htlb_env_shm)
+skip_all() { # why
+	for t in "${names[@]}"; do skip "$t" "$1"; done
+	exit $failed
+}
+why=$(preload_blocker "$B" "$B/libsuperpage-run.so")
+[ -z "$why" ] || skip_all "$why"
+if [ ! -f "$LIBDIR/libhugetlbfs.so.0" ] || [ ! -f "$B/libsuperpage-run.so" ]; then
+	fail htlb_env_built "$B/libhugetlbfs/libhugetlbfs.so.0 or $B/libsuperpage-run.so is missing"
+	exit 1
+fi
+
+PROG=$tmp/heap_prog
+if ! ${CC:-cc} -std=gnu11 -O1 -g -Wall -Wextra -Werror -I"$top/src/htlb/include" \
+	-o "$PROG" "$top/tests/htlb/heap_prog.c" -L"$LIBDIR" -lhugetlbfs \
+	-Wl,-rpath,"$LIBDIR" >"$tmp/cc.err" 2>&1; then
+	fail htlb_env_link "the program does not build: $(oneline "$tmp/cc.err")"
+	exit 1
+fi
+
+# Runs the program with env's assignments; leaves rc and $tmp/prog.out, .err.
+prog() { # [VAR=value...] mode [MIB]
+	local vars=()
+	while [[ $1 == *=* ]]; do vars+=("$1"); shift; done
+	run_timed prog env -u LD_PRELOAD "${vars[@]}" "$PROG" "$@"
+}
+has() { grep -qx "$1" "$tmp/prog.out"; }
+got() { echo "exited $rc: $(oneline "$tmp/prog.out" 4) $(oneline "$tmp/prog.err")"; }
+
+# ---------- nothing asked: glibc's malloc, no runtime, no message ----------
+# (THP "always" would put even glibc's heap on THP: madvise for these cases)
+if ! sysfs_thp_not_always; then
+	skip_all "THP is always and cannot be set to madvise here"
+fi
+prog heap 64
+if [ $rc = 0 ] && has "runtime 0" && has "heap kps=4 thp_kb=0" && [ ! -s "$tmp/prog.err" ]; then
+	pass htlb_env_none
+else
+	fail htlb_env_none "$(got)"
+fi
+prog HUGETLB_MORECORE=no HUGETLB_VERBOSE=3 heap 64
+if [ $rc = 0 ] && has "runtime 0" && has "heap kps=4 thp_kb=0"; then
+	pass htlb_env_morecore_no
+else
+	fail htlb_env_morecore_no "$(got)"
+fi
+prog HUGETLB_MORECORE=thp HUGETLB_RESTRICT_EXE=other:sh HUGETLB_VERBOSE=2 heap 64
+if [ $rc = 0 ] && has "runtime 0" && has "heap kps=4 thp_kb=0" &&
+	grep -q 'is not in HUGETLB_RESTRICT_EXE' "$tmp/prog.err"; then
+	pass htlb_env_restrict
+else
+	fail htlb_env_restrict "$(got)"
+fi
+
+# ---------- HUGETLB_MORECORE=thp: the runtime, the heap on THP ----------
+thp=$(sysfs_read /sys/kernel/mm/transparent_hugepage/enabled)
+if [ "$thp" = never ] || [ -z "$thp" ]; then
+	skip htlb_env_thp "THP is ${thp:-missing} here"
+else
+	prog HUGETLB_MORECORE=thp HUGETLB_RESTRICT_EXE=other:heap_prog heap 64
+	# At least half of 64 MiB on THP (the ends of the block may be on base pages).
+	thp_kb=$(sed -n 's/^heap kps=4 thp_kb=\([0-9]*\)$/\1/p' "$tmp/prog.out")
+	if [ $rc = 0 ] && has "runtime 1" && [ "${thp_kb:-0}" -ge 32768 ]; then
+		pass htlb_env_thp "$thp_kb kB on THP"
+	else
+		fail htlb_env_thp "$(got)"
+	fi
+fi
+
+# What the first start says is not said again by the second.
+prog HUGETLB_MORECORE=thp HUGETLB_SHARE=1 heap 4
+if [ $rc = 0 ] && has "runtime 1" && [ "$(grep -c '^superpage libhugetlbfs: ' "$tmp/prog.err")" = 1 ] &&
+	grep -q 'HUGETLB_SHARE=1 accepted but not acted on' "$tmp/prog.err"; then
+	pass htlb_env_said_once
+else
+	fail htlb_env_said_once "want one line for HUGETLB_SHARE: $(got)"
+fi
+
+# ---------- children: the runtime is not inherited, LD_PRELOAD is put back ----------
+prog HUGETLB_MORECORE=thp child
+if [ $rc = 0 ] && has "runtime 1" && has "child_runtime 0" && has "child_preload -"; then
+	pass htlb_env_child
+else
+	fail htlb_env_child "$(got)"
+fi
+PRE=$(ldd /bin/sh | awk '/libc\.so/ { print $3 }')
+prog HUGETLB_MORECORE=thp LD_PRELOAD="$PRE" child
+if [ $rc = 0 ] && has "runtime 1" && has "child_runtime 0" && has "child_preload $PRE"; then
+	pass htlb_env_preload_back
+else
+	fail htlb_env_preload_back "$(got)"
+fi
+
+# ---------- HUGETLB_MORECORE=yes and HUGETLB_SHM=yes on a 2M pool ----------
+if ! pool_add 48; then
+	skip htlb_env_2m "$why"
+	skip htlb_env_shm "$why"
+	exit $failed
+fi
+prog HUGETLB_MORECORE=yes heap 64
+if [ $rc = 0 ] && has "runtime 1" && has "heap kps=2048 thp_kb=0"; then
+	pass htlb_env_2m
+else
+	fail htlb_env_2m "$(got)"
+fi
+prog HUGETLB_SHM=yes shm 8
+if [ $rc = 0 ] && has "runtime 1" && has "shm kps=2048"; then
+	pass htlb_env_shm
+else
+	fail htlb_env_shm "$(got)"
+fi
+put_pool_back
+exit $failed
