@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "htlb.h"
+
+#define HTLB_SONAME "libhugetlbfs.so.0"
 #include "preload.h"
 
 /* What the program asked for, as SUPERPAGE_* values; NULL: not asked. */
@@ -86,6 +88,41 @@ static bool runtime_loaded(void)
 
 	dl_iterate_phdr(find_runtime_cb, &found);
 	return found;
+}
+
+/* Whether the program itself names this library (its DT_NEEDED), or LD_PRELOAD does:
+ * then this constructor runs before main. A library loaded later (dlopen, or as
+ * another library's dependency, which may be dlopen'd too) must not start the program
+ * again: what it did so far would be done twice. */
+static int needed_cb(struct dl_phdr_info *info, size_t size, void *found)
+{
+	const ElfW(Dyn) *dyn = NULL;
+	uintptr_t strtab = 0;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_STRTAB)
+			strtab = d->d_un.d_ptr;
+	/* (The loader may have relocated the entry in place, or not.) */
+	if (strtab && strtab < info->dlpi_addr)
+		strtab += info->dlpi_addr;
+	for (const ElfW(Dyn) *d = dyn; d && strtab && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_NEEDED &&
+		    !strcmp((const char *)(strtab + d->d_un.d_val), HTLB_SONAME))
+			*(bool *)found = true;
+	return 1; /* the first object is the program: the only one looked at */
+}
+
+static bool named_by_program(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+	bool found = false;
+
+	dl_iterate_phdr(needed_cb, &found);
+	return found || (pre && strstr(pre, "libhugetlbfs.so"));
 }
 
 /* HUGETLB_RESTRICT_EXE: unset, or a colon-separated list that names this executable
@@ -222,6 +259,12 @@ void htlb_rerun(char **argv)
 	if (runtime_loaded()) {
 		htlb_say(HTLB_INFO, "superpage's runtime is already in this process (superpage "
 			 "run): its options stand");
+		return;
+	}
+	if (!named_by_program()) {
+		htlb_say(HTLB_ERROR, "HUGETLB_MORECORE, HUGETLB_SHM and HUGETLB_ELFMAP are not acted "
+			 "on: this library was loaded after %s started (dlopen, or another library's "
+			 "dependency); link the program with -lhugetlbfs or preload the library", exe);
 		return;
 	}
 	if (!argv || !argv[0] || !exe[0] || !find_runtime(rt))

@@ -16,7 +16,7 @@ LIBDIR=$(cd "$B/libhugetlbfs" 2>/dev/null && pwd)
 tmp_with_pool
 
 names=(htlb_env_none htlb_env_morecore_no htlb_env_restrict htlb_env_thp htlb_env_said_once
-	htlb_env_child
+	htlb_env_child htlb_env_dlopen
 	htlb_env_preload_back htlb_env_2m htlb_env_shm)
 skip_all() { # why
 	for t in "${names[@]}"; do skip "$t" "$1"; done
@@ -93,6 +93,21 @@ if [ $rc = 0 ] && has "runtime 1" && [ "$(grep -c '^superpage libhugetlbfs: ' "$
 	pass htlb_env_said_once
 else
 	fail htlb_env_said_once "want one line for HUGETLB_SHARE: $(got)"
+fi
+
+# ---------- loaded after the start (dlopen): never started again ----------
+if ! ${CC:-cc} -std=gnu11 -O1 -Wall -Wextra -Werror -o "$tmp/dlopen_prog" \
+	"$top/tests/htlb/dlopen_prog.c" >"$tmp/cc.err" 2>&1; then
+	fail htlb_env_dlopen "the program does not build: $(oneline "$tmp/cc.err")"
+else
+	run_timed prog env -u LD_PRELOAD HUGETLB_MORECORE=thp "$tmp/dlopen_prog" \
+		"$LIBDIR/libhugetlbfs.so.0"
+	if [ $rc = 0 ] && [ "$(cat "$tmp/prog.out")" = "$(printf 'start\nloaded 1')" ] &&
+		grep -q 'not acted on: this library was loaded after' "$tmp/prog.err"; then
+		pass htlb_env_dlopen
+	else
+		fail htlb_env_dlopen "$(got)"
+	fi
 fi
 
 # ---------- children: the runtime is not inherited, LD_PRELOAD is put back ----------
