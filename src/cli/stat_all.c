@@ -58,11 +58,14 @@ static struct sp_proc *read_all(enum sp_scan scan, size_t *n, struct skipped *sk
 {
 	pid_t *pids;
 	long np = sp_pids(&pids);
-	if (np < 0)
+	if (np < 0) {
+		errno = (int)-np;
 		return NULL;
+	}
 	struct sp_proc *v = calloc((size_t)np + 1, sizeof *v);
 	if (!v) {
 		free(pids);
+		errno = ENOMEM;
 		return NULL;
 	}
 	size_t k = 0;

@@ -115,10 +115,10 @@ struct hierarchy {
 
 static bool lists_memory(const char *controllers_file)
 {
-	char buf[512];
+	char buf[512], *save;
 	if (sp_read_file(controllers_file, buf, sizeof buf) < 0)
 		return false;
-	for (char *w = strtok(buf, " \n"); w; w = strtok(NULL, " \n"))
+	for (char *w = strtok_r(buf, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
 		if (!strcmp(w, "memory"))
 			return true;
 	return false;
@@ -153,7 +153,7 @@ static void find_memory_hierarchy(void)
 /* The memory cgroup of pid from /proc/PID/cgroup ("" if none is mounted). */
 static void proc_cgroup(pid_t pid, const struct hierarchy *h, char *out, size_t len)
 {
-	char buf[4096];
+	char buf[4096], *save;
 	out[0] = 0;
 	int fd = sp_open_proc(pid, "cgroup", O_RDONLY);
 	if (fd < 0 || h->version == 0) {
@@ -166,7 +166,7 @@ static void proc_cgroup(pid_t pid, const struct hierarchy *h, char *out, size_t 
 	if (n <= 0)
 		return;
 	buf[n] = 0;
-	for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n")) {
+	for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		/* "ID:CONTROLLERS:PATH": v2 is "0::PATH", v1 names memory among its list. */
 		char *c = strchr(l, ':'), *p = c ? strchr(c + 1, ':') : NULL;
 		if (!p)
