@@ -14,7 +14,7 @@
 
 #include "htlb.h"
 
-#define HTLB_SONAME "libhugetlbfs.so.0"
+#define HTLB_NAME "libhugetlbfs.so"
 #include "preload.h"
 
 /* What the program asked for, as SUPERPAGE_* values; NULL: not asked. */
@@ -90,6 +90,14 @@ static bool runtime_loaded(void)
 	return found;
 }
 
+/* "libhugetlbfs.so.0" (as distributions build it), or "libhugetlbfs.so" (as
+ * upstream's own build names itself), or another version of it. */
+static bool is_htlb_name(const char *name)
+{
+	size_t n = strlen(HTLB_NAME);
+	return !strncmp(name, HTLB_NAME, n) && (name[n] == 0 || name[n] == '.');
+}
+
 /* Whether the program itself names this library (its DT_NEEDED), or LD_PRELOAD does:
  * then this constructor runs before main. A library loaded later (dlopen, or as
  * another library's dependency, which may be dlopen'd too) must not start the program
@@ -110,8 +118,7 @@ static int needed_cb(struct dl_phdr_info *info, size_t size, void *found)
 	if (strtab && strtab < info->dlpi_addr)
 		strtab += info->dlpi_addr;
 	for (const ElfW(Dyn) *d = dyn; d && strtab && d->d_tag != DT_NULL; d++)
-		if (d->d_tag == DT_NEEDED &&
-		    !strcmp((const char *)(strtab + d->d_un.d_val), HTLB_SONAME))
+		if (d->d_tag == DT_NEEDED && is_htlb_name((const char *)(strtab + d->d_un.d_val)))
 			*(bool *)found = true;
 	return 1; /* the first object is the program: the only one looked at */
 }
