@@ -93,23 +93,29 @@ static struct sp_proc *read_all(enum sp_scan scan, size_t *n, struct skipped *sk
 }
 
 /* The user's name from /etc/passwd (not NSS: the command is linked statically), or
- * the uid. */
-static const char *user_name(uid_t uid, char *buf, size_t len)
+ * the uid; the file is read again only for another uid than the row before's (rows of
+ * one user are many: root's). */
+static const char *user_name(uid_t uid)
 {
-	snprintf(buf, len, "%u", (unsigned)uid);
-	FILE *f = fopen("/etc/passwd", "re");
-	if (!f)
-		return buf;
-	char line[512];
-	while (fgets(line, sizeof line, f)) {
-		char *name = strtok(line, ":"), *pw = strtok(NULL, ":"), *id = strtok(NULL, ":");
-		if (name && pw && id && strtoul(id, NULL, 10) == uid) {
-			snprintf(buf, len, "%s", name);
-			break;
+	static uid_t last = (uid_t)-1;
+	static char name[32];
+	if (uid != last) {
+		snprintf(name, sizeof name, "%u", (unsigned)uid);
+		FILE *f = fopen("/etc/passwd", "re");
+		char line[512];
+		while (f && fgets(line, sizeof line, f)) {
+			char *save, *n = strtok_r(line, ":", &save), *pw = strtok_r(NULL, ":", &save),
+				    *id = strtok_r(NULL, ":", &save);
+			if (n && pw && id && strtoul(id, NULL, 10) == uid) {
+				snprintf(name, sizeof name, "%s", n);
+				break;
+			}
 		}
+		if (f)
+			fclose(f);
+		last = uid;
 	}
-	fclose(f);
-	return buf;
+	return name;
 }
 
 /* "pool_empty 3, no_pool 1", or "none". */
@@ -188,7 +194,7 @@ static void procs_text(const struct sp_proc *v, size_t n, const struct skipped *
 		if (!used && p->hugetlb_bytes)
 			cli_human(p->hugetlb_bytes, sizes, sizeof sizes);
 		printf("%8d %-10.10s %11s %11s %5.1f%% %11s  %s", (int)p->pid,
-		       user_name(p->uid, u, sizeof u), cli_human(p->rss_bytes, a, sizeof a),
+		       user_name(p->uid), cli_human(p->rss_bytes, a, sizeof a),
 		       cli_human(p->huge_bytes, b, sizeof b), 100 * ratio(p->huge_bytes, p->rss_bytes),
 		       sizes, p->comm);
 		if (p->account_rc == 0) {

@@ -118,6 +118,9 @@ void sp_view_fill(struct sp_view *v);
 void sp_view_refresh(void);
 /* Whether MADV_COLLAPSE works here, probed on first use (after each refresh). */
 bool sp_view_has_collapse(void);
+/* The huge page sizes and their system-wide pools into sys (sizes, pools, n_sizes);
+ * the rest of sys as it was. */
+void sp_probe_pools(struct sp_system *sys);
 /* The cheap part of sp_probe: base_page_size, default_huge_size, page_sizes, pools
  * and mounts (sysfs, /proc/meminfo, /proc/mounts); no probing mmap, the rest zero. */
 void sp_probe_hugetlb(struct sp_system *sys);

@@ -317,27 +317,6 @@ int sp_proc_read(pid_t pid, enum sp_scan how, struct sp_proc *out)
 
 /* ---- the machine ---- */
 
-struct pool_sum {
-	uint64_t used;
-};
-
-static void one_pool(const char *name, void *arg)
-{
-	struct pool_sum *s = arg;
-	char path[SP_PATH_LEN];
-	long total, free_pages;
-	unsigned long kb;
-	if (sscanf(name, "hugepages-%lukB", &kb) != 1)
-		return;
-	snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/%s/nr_hugepages", name);
-	if (sp_read_long(path, &total) < 0)
-		return;
-	snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/%s/free_hugepages", name);
-	if (sp_read_long(path, &free_pages) < 0 || free_pages > total)
-		return;
-	s->used += (uint64_t)(total - free_pages) * ((uint64_t)kb << 10);
-}
-
 int sp_meminfo_read(struct sp_meminfo *out)
 {
 	char buf[8192];
@@ -353,9 +332,12 @@ int sp_meminfo_read(struct sp_meminfo *out)
 	out->shmem_thp = kb_field(buf, "ShmemPmdMapped:");
 	out->file_thp = kb_field(buf, "FilePmdMapped:");
 	out->hugetlb = kb_field(buf, "Hugetlb:");
-	struct pool_sum s = { 0 };
-	sp_dir_each("/sys/kernel/mm/hugepages", one_pool, &s);
-	out->hugetlb_used = s.used;
+	struct sp_system sys;
+	sp_probe_pools(&sys);
+	for (int i = 0; i < sys.n_sizes; i++)
+		if (sys.pools[i].free >= 0 && sys.pools[i].free <= sys.pools[i].total)
+			out->hugetlb_used +=
+				(uint64_t)(sys.pools[i].total - sys.pools[i].free) * sys.page_sizes[i];
 	return 0;
 }
 

@@ -408,7 +408,7 @@ static void probe_features(struct sp_features *f, const struct sp_system *sys)
 	probe_collapse(f);
 }
 
-static void probe_pools(struct sp_system *sys)
+void sp_probe_pools(struct sp_system *sys)
 {
 	struct sizes s = { .n = 0 };
 	sp_dir_each(HUGEPAGES_DIR, add_size, &s);
@@ -456,7 +456,7 @@ void sp_probe_hugetlb(struct sp_system *sys)
 	long ps = sp_os->page_size();
 	sys->base_page_size = ps > 0 ? (uint64_t)ps : 4096;
 	sys->default_huge_size = default_huge_size();
-	probe_pools(sys);
+	sp_probe_pools(sys);
 	probe_mounts(sys);
 }
 
