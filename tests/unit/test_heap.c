@@ -225,29 +225,38 @@ static void test_units_given_back(void)
 	CHECK(st.released_units >= released + 14);
 }
 
-/* Spans of small objects never share a unit with a block's run, so that a block
- * freed leaves no unit held by a span (the free tail of a block's unit is where they
- * went before). */
+/* Spans of small objects and fitted chunks never share a unit with a block's run:
+ * freed, a block gives its unit back whole instead of leaving it held by a span or a
+ * chunk (the free tail of a block's unit is where they went before). Blocks of 448
+ * pages leave tails of 64 free pages, a new chunk's length: the best fit for it. */
 static void test_objects_apart_from_blocks(void)
 {
-	enum { N = 1500 };
+	enum { N = 1500, K = 8 };
 	static void *o[N];
-	size_t len = 1200 * 1024;
-	unsigned char *b = rt_malloc(len);
-	CHECK(b != NULL);
-	if (!b)
-		return;
-	uintptr_t u0 = (uintptr_t)b >> 21, u1 = ((uintptr_t)b + len - 1) >> 21;
+	unsigned char *b[K];
+	size_t len = 448 * 4096;
+	uintptr_t u0[K], u1[K];
+	for (int k = 0; k < K; k++) {
+		b[k] = rt_malloc(len);
+		CHECK(b[k] != NULL);
+		if (!b[k])
+			return;
+		u0[k] = (uintptr_t)b[k] >> 21;
+		u1[k] = ((uintptr_t)b[k] + len - 1) >> 21;
+	}
 	size_t near = 0;
 	for (int i = 0; i < N; i++) {
-		/* new spans of objects of a few classes */
-		o[i] = rt_malloc(i % 3 == 0 ? 3000 : i % 3 == 1 ? 700 : 90);
+		/* new spans of objects of a few classes, and fitted blocks (more than
+		 * one chunk grown to its longest holds) */
+		o[i] = rt_malloc(i % 4 == 0 ? 3000 : i % 4 == 1 ? 700 : i % 4 == 2 ? 90 : 100000);
 		CHECK(o[i] != NULL);
 		uintptr_t u = (uintptr_t)o[i] >> 21;
-		near += u >= u0 && u <= u1;
+		for (int k = 0; k < K; k++)
+			near += u >= u0[k] && u <= u1[k];
 	}
 	CHECK(near == 0);
-	rt_free(b);
+	for (int k = 0; k < K; k++)
+		rt_free(b[k]);
 	for (int i = 0; i < N; i++)
 		rt_free(o[i]);
 }
