@@ -526,6 +526,8 @@ struct sp_options {
 	bool honour_thp_disable;   /* SUPERPAGE_HONOUR_THP_DISABLE: a program's
 	                              PR_SET_THP_DISABLE holds for the runtime's memory
 	                              too, default no (only for the program's own) */
+	bool shrink;               /* SUPERPAGE_SHRINK: units the heap empties go back to
+	                              the kernel at once, none kept for reuse; default no */
 };
 
 /* Called once per bad value with a one-line message; the default stands. */

@@ -47,6 +47,9 @@ void usage_run(void)
 	      "                     a program that turns THP off for itself (prctl\n"
 	      "                     PR_SET_THP_DISABLE) turns it off for the runtime's memory\n"
 	      "                     too; by default only for its own\n"
+	      "  --shrink           memory the heap frees goes back to the kernel at once, in\n"
+	      "                     whole 2 MiB units (by default some empty units are kept\n"
+	      "                     for the next mallocs)\n"
 	      "  --stats[=FILE]     at exit, each process prints an account of its memory to\n"
 	      "                     stderr, or appends it to FILE as one line of JSON\n"
 	      "  -v, --verbose[=N]  say each fallback once, when it happens; repeat for more\n"
@@ -63,7 +66,7 @@ void usage_run(void)
 struct run_options {
 	const char *backing;     /* canonical name, or NULL: not given */
 	const char *min;         /* as given, checked */
-	bool no_heap, stacks, shm, stats, perf_map, honour_thp_disable, dry_run;
+	bool no_heap, stacks, shm, stats, perf_map, honour_thp_disable, shrink, dry_run;
 	const char *text;        /* "main" or "all", or NULL */
 	const char *stats_file;  /* as given, or NULL for stderr */
 	int verbose;             /* -1: not given */
@@ -98,6 +101,8 @@ static int flag_option(const char *a, struct run_options *o)
 		o->dry_run = true;
 	} else if (!strcmp(a, "--honour-thp-disable")) {
 		o->honour_thp_disable = true;
+	} else if (!strcmp(a, "--shrink")) {
+		o->shrink = true;
 	} else if (!strcmp(a, "--stats")) {
 		o->stats = true;
 		o->stats_file = NULL;
@@ -291,6 +296,8 @@ static int set_environment(const struct run_options *o, const char *rt)
 	if (o->shm && (rc = put_env("SUPERPAGE_SHM", "yes")))
 		return rc;
 	if (o->honour_thp_disable && (rc = put_env("SUPERPAGE_HONOUR_THP_DISABLE", "yes")))
+		return rc;
+	if (o->shrink && (rc = put_env("SUPERPAGE_SHRINK", "yes")))
 		return rc;
 	if (o->stats) {
 		if (o->stats_file && (rc = stats_path(o->stats_file, path, sizeof path)))

@@ -124,6 +124,17 @@ void sp_probe_pools(struct sp_system *sys);
 /* The cheap part of sp_probe: base_page_size, default_huge_size, page_sizes, pools
  * and mounts (sysfs, /proc/meminfo, /proc/mounts); no probing mmap, the rest zero. */
 void sp_probe_hugetlb(struct sp_system *sys);
+/* How sp_probe_hugetlb_via opens /proc/meminfo and /proc/mounts (an fd read with
+ * sp_os->read and closed with sp_os->close, or -errno) and lists the directory of huge
+ * page sizes (each name but . and ..; 0 or -errno). */
+struct sp_files {
+	int (*open)(const char *path);
+	int (*list)(const char *dir, void (*fn)(const char *name, void *arg), void *arg);
+};
+/* sp_probe_hugetlb with those three read through files (NULL: the seam, as
+ * sp_probe_hugetlb); the pools' counts are read through the seam. libhugetlbfs.so
+ * reads them as the program would, through libc (src/htlb/env.c). */
+void sp_probe_hugetlb_via(struct sp_system *sys, const struct sp_files *files);
 /* sysfs directory of a pool: system-wide if node < 0. */
 int sp_pool_dir(uint64_t page_size, int node, char *buf, size_t len);
 /* The cheap part of THP's state, for every program's start: enabled, pmd_size and the

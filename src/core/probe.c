@@ -260,12 +260,19 @@ static void probe_thp(struct sp_thp *t)
 	}
 }
 
-static uint64_t default_huge_size(void)
+static int seam_open(const char *path)
+{
+	return sp_os->open(path, O_RDONLY, 0);
+}
+
+static const struct sp_files seam_files = { seam_open, sp_dir_each };
+
+static uint64_t default_huge_size(const struct sp_files *files)
 {
 	struct sp_lines l;
 	const char *line;
 	uint64_t size = 0;
-	int fd = sp_os->open("/proc/meminfo", O_RDONLY, 0);
+	int fd = files->open("/proc/meminfo");
 	if (fd < 0)
 		return 0;
 	sp_lines_init(&l, fd);
@@ -299,11 +306,11 @@ static void unescape_path(const char *in, size_t n, char *out, size_t len)
 	out[o] = 0;
 }
 
-static void probe_mounts(struct sp_system *sys)
+static void probe_mounts(struct sp_system *sys, const struct sp_files *files)
 {
 	struct sp_lines l;
 	const char *line;
-	int fd = sp_os->open("/proc/mounts", O_RDONLY, 0);
+	int fd = files->open("/proc/mounts");
 	if (fd < 0)
 		return;
 	sp_lines_init(&l, fd);
@@ -408,10 +415,10 @@ static void probe_features(struct sp_features *f, const struct sp_system *sys)
 	probe_collapse(f);
 }
 
-void sp_probe_pools(struct sp_system *sys)
+static void probe_pools(struct sp_system *sys, const struct sp_files *files)
 {
 	struct sizes s = { .n = 0 };
-	sp_dir_each(HUGEPAGES_DIR, add_size, &s);
+	files->list(HUGEPAGES_DIR "/", add_size, &s);
 	sys->n_sizes = s.n;
 	for (int i = 0; i < s.n; i++) {
 		sys->page_sizes[i] = s.v[i];
@@ -450,14 +457,26 @@ static void add_node(const char *name, void *arg)
 	sys->nodes[i] = tmp;
 }
 
-void sp_probe_hugetlb(struct sp_system *sys)
+void sp_probe_pools(struct sp_system *sys)
 {
+	probe_pools(sys, &seam_files);
+}
+
+void sp_probe_hugetlb_via(struct sp_system *sys, const struct sp_files *files)
+{
+	if (!files)
+		files = &seam_files;
 	memset(sys, 0, sizeof *sys);
 	long ps = sp_os->page_size();
 	sys->base_page_size = ps > 0 ? (uint64_t)ps : 4096;
-	sys->default_huge_size = default_huge_size();
-	sp_probe_pools(sys);
-	probe_mounts(sys);
+	sys->default_huge_size = default_huge_size(files);
+	probe_pools(sys, files);
+	probe_mounts(sys, files);
+}
+
+void sp_probe_hugetlb(struct sp_system *sys)
+{
+	sp_probe_hugetlb_via(sys, NULL);
 }
 
 int sp_probe(struct sp_system *sys)

@@ -1,5 +1,6 @@
 /* env.c - the HUGETLB_* environment and the machine's sizes and mounts, read once into
  * the library's state; what it does not act on is said once, at load. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -80,22 +81,42 @@ static void read_verbose(struct htlb_state *st)
 		 VERBOSE_DEFAULT);
 }
 
-/* The kernel's sizes, its default first. */
+/* The machine as the program sees it: /proc/meminfo, /proc/mounts and the sysfs
+ * directory of sizes read through libc's open(2) and opendir(3), which a program may
+ * interpose (libhugetlbfs' own tests do, to show the library another machine). */
+static int libc_open(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int libc_list(const char *dir, void (*fn)(const char *name, void *arg), void *arg)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			fn(e->d_name, arg);
+	closedir(d);
+	return 0;
+}
+
+static const struct sp_files libc_files = { libc_open, libc_list };
+
+/* The kernel's sizes, its default (Hugepagesize of /proc/meminfo) first; with no
+ * Hugepagesize line, no default: the kernel has no hugetlb support to speak of. */
 static void read_sizes(struct htlb_state *st, const struct sp_system *sys)
 {
 	st->base_page = (long)sys->base_page_size;
-	st->kernel_default = 0;
-	for (int i = 0; i < sys->n_sizes; i++)
-		if (sys->page_sizes[i] == sys->default_huge_size)
-			st->kernel_default = (long)sys->default_huge_size;
+	st->kernel_default = (long)sys->default_huge_size;
 	if (st->kernel_default)
 		st->sizes[st->n_sizes++].size = st->kernel_default;
 	for (int i = 0; i < sys->n_sizes && st->n_sizes < SP_MAX_PAGE_SIZES; i++)
 		if ((long)sys->page_sizes[i] != st->kernel_default)
 			st->sizes[st->n_sizes++].size = (long)sys->page_sizes[i];
-	/* No Hugepagesize line: the smallest size stands for the default. */
-	if (!st->kernel_default && st->n_sizes)
-		st->kernel_default = st->sizes[0].size;
 }
 
 static void read_default(struct htlb_state *st)
@@ -122,6 +143,12 @@ static void read_default(struct htlb_state *st)
 		 st->default_size ? one : "none");
 }
 
+/* Whether the program may make files in hugetlbfs mount path: 0 or -errno. */
+static int usable(const char *path)
+{
+	return sp_os->access(path, R_OK | W_OK | X_OK);
+}
+
 /* A hugetlbfs mount for its page size, if it is one, the size is the kernel's, and no
  * earlier mount took the size. user: named by HUGETLB_PATH (its refusals are said). */
 static void add_mount(struct htlb_state *st, const char *path, bool user)
@@ -141,7 +168,7 @@ static void add_mount(struct htlb_state *st, const char *path, bool user)
 				 "ignored", path, r < 0 ? strerror(-r) : "statfs");
 		return;
 	}
-	r = sp_os->access(path, R_OK | W_OK | X_OK);
+	r = usable(path);
 	if (r < 0) {
 		htlb_say(user ? HTLB_ERROR : HTLB_DEBUG, "%s%s: %s; ignored",
 			 user ? "HUGETLB_PATH: " : "hugetlbfs mount ", path, strerror(-r));
@@ -186,9 +213,26 @@ static void read_mounts(struct htlb_state *st, const struct sp_system *sys)
 	}
 }
 
+/* For each size with no mount the program can use, whether the kernel has none either
+ * (read through the seam, not as the program sees it): then, and only then,
+ * hugetlbfs_unlinked_fd makes a memfd. A program shown no mount where the kernel has
+ * one gets none, as libhugetlbfs' empty_mounts test wants. */
+static void read_memfd(struct htlb_state *st, const struct sp_system *kernel)
+{
+	for (int i = 0; i < st->n_sizes; i++) {
+		struct htlb_size *s = &st->sizes[i];
+		s->memfd = !s->mount[0];
+		for (int k = 0; k < kernel->n_mounts && s->memfd; k++)
+			if ((long)kernel->mounts[k].page_size == s->size &&
+			    usable(kernel->mounts[k].path) == 0)
+				s->memfd = false;
+	}
+}
+
 static void fill(struct htlb_state *st)
 {
-	static struct sp_system sys; /* large: not on the stack; under fill_lock */
+	/* large: not on the stack; under fill_lock */
+	static struct sp_system sys, kernel;
 	const char *v;
 	bool b;
 
@@ -200,10 +244,13 @@ static void fill(struct htlb_state *st)
 	verbose = st->verbose;
 	if (getenv(SP_HTLB_EXEC_ENV))
 		st->verbose = 0;
-	sp_probe_hugetlb(&sys);
+	/* (On the unit tests' fake kernel, through its seam.) */
+	sp_probe_hugetlb_via(&sys, sp_os == &sp_os_real ? &libc_files : NULL);
+	sp_probe_hugetlb(&kernel);
 	read_sizes(st, &sys);
 	read_default(st);
 	read_mounts(st, &sys);
+	read_memfd(st, &kernel);
 	v = getenv("HUGETLB_NO_RESERVE");
 	st->no_reserve = v && sp_parse_bool(v, &b) == 0 && b;
 	st->verbose = verbose;
@@ -238,7 +285,6 @@ static const struct {
 	{ "HUGETLB_MINIMAL_COPY", "obsolete (segment remapping)" },
 	{ "HUGETLB_SHARE", "obsolete (shared remapped segments)" },
 	{ "HUGETLB_SHARE_PATH", "obsolete (shared remapped segments)" },
-	{ "HUGETLB_MORECORE_SHRINK", "obsolete (glibc has no morecore hook since 2.34)" },
 	{ "HUGETLB_MORECORE_HEAPBASE", "obsolete (glibc has no morecore hook since 2.34)" },
 	{ "HUGETLB_NO_PREFAULT", "obsolete: huge pages are reserved when mapped and faulted "
 				 "when touched" },

@@ -20,6 +20,8 @@ enum { HTLB_ERROR = 1, HTLB_INFO = 2, HTLB_DEBUG = 3 };
 struct htlb_size {
 	long size;                 /* bytes */
 	char mount[SP_PATH_LEN];   /* the hugetlbfs mount used for it, "" if none */
+	bool memfd;                /* no mount, and the kernel has no usable one either:
+	                              unlinked fds are memfds */
 };
 
 struct htlb_state {

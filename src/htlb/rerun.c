@@ -20,6 +20,7 @@
 /* What the program asked for, as SUPERPAGE_* values; NULL: not asked. */
 struct ask {
 	const char *backing;   /* HUGETLB_MORECORE */
+	const char *shrink;    /* HUGETLB_MORECORE_SHRINK, with HUGETLB_MORECORE */
 	const char *shm;       /* HUGETLB_SHM */
 	const char *text;      /* HUGETLB_ELFMAP */
 };
@@ -61,10 +62,16 @@ static const char *elfmap_text(void)
 
 static bool read_ask(const struct htlb_state *st, struct ask *a)
 {
-	const char *v = getenv("HUGETLB_SHM");
+	const char *v;
 	bool b;
 
 	a->backing = morecore_backing(st);
+	v = getenv("HUGETLB_MORECORE_SHRINK");
+	a->shrink = a->backing && v && sp_parse_bool(v, &b) == 0 && b ? "yes" : NULL;
+	if (v && !a->backing && !(sp_parse_bool(v, &b) == 0 && !b))
+		htlb_say(HTLB_ERROR, "HUGETLB_MORECORE_SHRINK=%.64s accepted but not acted on: "
+			 "the heap is glibc's without HUGETLB_MORECORE", v);
+	v = getenv("HUGETLB_SHM");
 	a->shm = v && sp_parse_bool(v, &b) == 0 && b ? "yes" : NULL;
 	if (v && sp_parse_bool(v, &b) < 0)
 		htlb_say(HTLB_ERROR, "HUGETLB_SHM=%.64s is not yes or no; ignored", v);
@@ -194,7 +201,7 @@ static bool replaced(const char *entry, char *const *set, size_t n)
 static char **new_environment(const struct ask *a, const char *rt)
 {
 	const char *old = getenv("LD_PRELOAD");
-	char *preload = sp_preload_with_runtime(rt, old), *set[8];
+	char *preload = sp_preload_with_runtime(rt, old), *set[10];
 	size_t n = 0, k = 0, m = 0;
 	char **env;
 	int bad = !preload;
@@ -205,6 +212,8 @@ static char **new_environment(const struct ask *a, const char *rt)
 	}
 	if (a->backing)
 		bad |= asprintf(&set[m++], "SUPERPAGE_BACKING=%s", a->backing) < 0;
+	if (a->shrink)
+		bad |= asprintf(&set[m++], "SUPERPAGE_SHRINK=%s", a->shrink) < 0;
 	bad |= asprintf(&set[m++], "SUPERPAGE_HEAP=%s", a->backing ? "yes" : "no") < 0;
 	if (a->shm)
 		bad |= asprintf(&set[m++], "SUPERPAGE_SHM=%s", a->shm) < 0;

@@ -71,6 +71,10 @@ HTLB_EXPORT int hugetlbfs_unlinked_fd_for_size(long page_size)
 		if (fd < 0)
 			htlb_say(HTLB_ERROR, "no file for huge pages in %s: %s", s->mount,
 				 strerror(-fd));
+	} else if (!s->memfd) {
+		htlb_say(HTLB_ERROR, "no hugetlbfs mount for %ld-byte pages in /proc/mounts, "
+			 "though the kernel has one", page_size);
+		fd = -ENOENT;
 	} else {
 		fd = sp_os->memfd_create("libhugetlbfs",
 					 MFD_HUGETLB | (log2_of(page_size) << MFD_HUGE_SHIFT));

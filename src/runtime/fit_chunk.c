@@ -5,6 +5,7 @@
 
 #include "fit.h"
 #include "internal.h"
+#include "runtime.h"
 
 struct fit_arena fit_arenas[FIT_ARENAS];
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER; /* after an arena's */
@@ -138,11 +139,11 @@ bool fit_grow(struct fit_arena *a, uint64_t g)
 }
 
 /* c holds no block any more: kept (down to CHUNK_STEP pages) if no other empty one
- * is, else its pages go back to the page heap. x, out of its bin, is its one free
- * block. */
+ * is and SUPERPAGE_SHRINK is not set, else its pages go back to the page heap. x, out
+ * of its bin, is its one free block. */
 void fit_chunk_emptied(struct fit_arena *a, struct fit_chunk *c, struct fit_node *x)
 {
-	if (!a->kept_empty) {
+	if (!a->kept_empty && !rt_options()->shrink) {
 		size_t pages = c->top / GRAINS_PER_PAGE;
 		if (pages > CHUNK_STEP && pages_resize_run(c->span, CHUNK_STEP))
 			pages = CHUNK_STEP;

@@ -5,6 +5,7 @@
 
 #include "bits.h"
 #include "internal.h"
+#include "runtime.h"
 #include "units.h"
 
 #define RECENT_NS 1000000000ull /* how long "lately" is, for the kept units */
@@ -44,7 +45,10 @@ bool retire_units(size_t u, size_t n, struct release *rel)
 	size_t most = in_use > 16 ? (size_t)in_use : 16;
 	if (lately > limit)
 		limit = lately < most ? lately : most;
-	/* (1 GiB pages are not kept: a fraction of one is not a unit to give out.) */
+	/* (1 GiB pages are not kept: a fraction of one is not a unit to give out. Under
+	 * SUPERPAGE_SHRINK none is.) */
+	if (rt_options()->shrink)
+		limit = 0;
 	if (!pg.tight && pg.units[u].backing != SP_BACKING_1G && !mapping && pg.cached + n <= limit) {
 		for (size_t i = u; i < u + n; i++) {
 			pg.units[i].state = U_FREE;

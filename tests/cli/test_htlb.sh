@@ -3,7 +3,8 @@
 # a program built against our hugetlbfs.h and linked with -lhugetlbfs (tests/htlb/
 # htlb_prog.c) getting hugetlb memory from a 2M pool set up and put back, strict
 # failure and GHR_FALLBACK when the pool cannot serve, an unlinked hugetlb fd, and what
-# HUGETLB_* variables it does not act on said once. Usage: tests/cli/test_htlb.sh
+# HUGETLB_* variables it does not act on said once, and the machine as the program sees
+# it (its /proc/meminfo, /proc/mounts and sysfs sizes faked). Usage: tests/cli/test_htlb.sh
 # BUILD_DIR. Prints "PASS name", "FAIL name: why" or "SKIP name: why" per test.
 set -u
 B=${1:?usage: tests/cli/test_htlb.sh BUILD_DIR}
@@ -102,6 +103,61 @@ elif [ -s "$tmp/quiet.err" ]; then
 	fail htlb_env_said "HUGETLB_VERBOSE=0 printed: $(oneline "$tmp/quiet.err")"
 else
 	pass htlb_env_said
+fi
+
+# ---------- the machine as the program sees it ----------
+# The library reads /proc/meminfo, /proc/mounts and the sysfs sizes through libc, so a
+# program that interposes open(2) and opendir(3) (tests/htlb/view.c, as libhugetlbfs'
+# own tests do) shows it another machine.
+VIEW=$tmp/view.so
+if ! ${CC:-cc} -std=gnu11 -O1 -Wall -Wextra -Werror -shared -fPIC -o "$VIEW" \
+	"$top/tests/htlb/view.c" -ldl >"$tmp/cc.err" 2>&1; then
+	fail htlb_view_built "tests/htlb/view.c does not build: $(oneline "$tmp/cc.err")"
+	exit 1
+fi
+# (A sanitized library has the sanitizer's runtime first: the view comes after it.)
+view() { LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$VIEW" "$@"; }
+grep -vi '^hugepage' /proc/meminfo >"$tmp/meminfo"
+base=$(getconf PAGESIZE)
+VIEW_MEMINFO=$tmp/meminfo VIEW_SIZES=none VIEW_MOUNTS=/dev/null view run_timed prog "$PROG" sizes
+if [ $rc = 0 ] && [ "$(cat "$tmp/prog.out")" = "default -1
+pagesizes $base
+path none" ]; then
+	pass htlb_view_nohuge
+else
+	fail htlb_view_nohuge "exited $rc: $(oneline "$tmp/prog.out") $(oneline "$tmp/prog.err")"
+fi
+mkdir -p "$tmp/sizes/hugepages-64kB" "$tmp/sizes/hugepages-1024kB" "$tmp/sizes/hugepages-2048kB"
+printf 'MemTotal: 1000 kB\nHugepagesize: 2048 kB\n' >"$tmp/meminfo2m"
+VIEW_MEMINFO=$tmp/meminfo2m VIEW_SIZES=$tmp/sizes view run_timed prog "$PROG" sizes
+if [ $rc = 0 ] && grep -qx "pagesizes $base 2097152 65536 1048576" "$tmp/prog.out"; then
+	pass htlb_view_sizes
+else
+	fail htlb_view_sizes "want the default then the others ascending: exited $rc:" \
+		"$(oneline "$tmp/prog.out") $(oneline "$tmp/prog.err")"
+fi
+# A hugetlbfs mount the program is not shown: no fd (as libhugetlbfs' empty_mounts
+# test wants), where with no mount at all the library makes a memfd.
+mnt=$tmp/mnt
+if [ "$(id -u)" != 0 ] || [ "$kernel_default_kb" != 2048 ]; then
+	skip htlb_view_empty_mounts "needs root and 2M huge pages to mount hugetlbfs"
+elif ! mkdir -p "$mnt" || ! mount -t hugetlbfs -o pagesize=2M none "$mnt" 2>"$tmp/mount.err"; then
+	skip htlb_view_empty_mounts "cannot mount hugetlbfs: $(oneline "$tmp/mount.err")"
+else
+	trap 'umount "$mnt" 2>/dev/null; put_pool_back; rm -rf "$tmp"' EXIT
+	VIEW_MOUNTS=/dev/null view run_timed hidden "$PROG" sizes
+	VIEW_MOUNTS=/dev/null view run_timed prog "$PROG" fd
+	run_timed shown "$PROG" sizes
+	umount "$mnt"
+	if ! grep -qx 'path none' "$tmp/hidden.out"; then
+		fail htlb_view_empty_mounts "hidden mount found: $(oneline "$tmp/hidden.out")"
+	elif ! grep -q '^null errno=' "$tmp/prog.out"; then
+		fail htlb_view_empty_mounts "want no fd: $(oneline "$tmp/prog.out") $(oneline "$tmp/prog.err")"
+	elif ! grep -qx "path $mnt" "$tmp/shown.out"; then
+		fail htlb_view_empty_mounts "the mount shown is not used: $(oneline "$tmp/shown.out")"
+	else
+		pass htlb_view_empty_mounts
+	fi
 fi
 
 if [ "$kernel_default_kb" != 2048 ] || [ ! -d $P2M ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_htlb_env.sh - libhugetlbfs.so.0's environment that needs superpage's runtime:
 # a program linked with -lhugetlbfs (tests/htlb/heap_prog.c) started again with the
-# runtime for HUGETLB_MORECORE (thp, and yes on a 2M pool set up and put back) and
+# runtime for HUGETLB_MORECORE (thp, and yes on a 2M pool set up and put back, with
+# HUGETLB_MORECORE_SHRINK and without) and
 # HUGETLB_SHM; left alone without them, with HUGETLB_MORECORE=no and outside
 # HUGETLB_RESTRICT_EXE; its messages said once over both starts; its children without
 # the runtime. Usage: tests/cli/test_htlb_env.sh BUILD_DIR. Prints "PASS name",
@@ -128,6 +129,7 @@ fi
 # ---------- HUGETLB_MORECORE=yes and HUGETLB_SHM=yes on a 2M pool ----------
 if ! pool_add 48; then
 	skip htlb_env_2m "$why"
+	skip htlb_env_shrink "$why"
 	skip htlb_env_shm "$why"
 	exit $failed
 fi
@@ -136,6 +138,16 @@ if [ $rc = 0 ] && has "runtime 1" && has "heap kps=2048 thp_kb=0"; then
 	pass htlb_env_2m
 else
 	fail htlb_env_2m "$(got)"
+fi
+# HUGETLB_MORECORE_SHRINK=yes: 16 MiB freed goes back to the pool at once; without it,
+# its 8 units are kept for the next mallocs.
+prog HUGETLB_MORECORE=yes heap 16
+kept=$(sed -n 's/^freed kps=//p' "$tmp/prog.out")
+prog HUGETLB_MORECORE=yes HUGETLB_MORECORE_SHRINK=yes heap 16
+if [ $rc = 0 ] && has "heap kps=2048 thp_kb=0" && ! has "freed kps=2048" && [ "$kept" = 2048 ]; then
+	pass htlb_env_shrink "freed: kps $(sed -n 's/^freed kps=//p' "$tmp/prog.out"), kept without it: $kept"
+else
+	fail htlb_env_shrink "kept without it: '$kept'; with it: $(got)"
 fi
 prog HUGETLB_SHM=yes shm 8
 if [ $rc = 0 ] && has "runtime 1" && has "shm kps=2048"; then

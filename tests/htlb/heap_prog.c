@@ -1,8 +1,10 @@
 /* heap_prog.c - a program linked with -lhugetlbfs for tests/cli/test_htlb_env.sh: it
  * gets memory the way libhugetlbfs' users do (malloc, shmget) and prints what smaps
- * says it is on, whether superpage's runtime is in it, and in a child it starts.
+ * says it is on (and, for the heap, what is left at its place once freed), whether
+ * superpage's runtime is in it, and in a child it starts.
  * usage: heap_prog heap MIB | shm MIB | child */
 #include <hugetlbfs.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +81,13 @@ int main(int argc, char **argv)
 		touch(p, len);
 		smaps_of(p, len, &kps, &thp_kb);
 		printf("heap kps=%ld thp_kb=%ld\n", kps, thp_kb);
+		/* (volatile: the address alone is looked up, the block is not used) */
+		volatile uintptr_t at = (uintptr_t)p;
 		free(p);
+		/* What is left at its place: huge pages kept for the next malloc, or not
+		 * (-1: nothing mapped there). */
+		smaps_of((const char *)at, len, &kps, &thp_kb);
+		printf("freed kps=%ld\n", kps);
 	} else if (!strcmp(argv[1], "shm")) {
 		int id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
 		if (id < 0 || (p = shmat(id, NULL, 0)) == (void *)-1) {

@@ -282,6 +282,45 @@ static void test_unlinked_fd_memfd(void)
 	CHECK_EQ(fk_open_fds(), 0);
 }
 
+/* A hugetlbfs mount the program may not use (access(2) refuses) is no mount: the kernel
+ * has no usable one for the size, so unlinked fds are memfds. */
+static void test_unlinked_fd_unusable_mount(void)
+{
+	setup(0, 0);
+	fk_file("/proc/mounts", "hugetlbfs /dev/hugepages hugetlbfs rw,mode=1770,pagesize=2M 0 0\n");
+	fk_fs("/dev/hugepages", HUGETLBFS_MAGIC, (long)M2, EACCES);
+	htlb_reload();
+	CHECK(hugetlbfs_find_path() == NULL);
+	int fd = hugetlbfs_unlinked_fd();
+	CHECK(fd >= 0);
+	CHECK_EQ(fk_memfd_calls(), 1);
+	if (fd >= 0)
+		fk_os.close(fd);
+	CHECK_EQ(fk_open_fds(), 0);
+}
+
+/* /proc/meminfo with no Hugepagesize line: no default size (gethugepagesize fails as
+ * on a kernel without hugetlb), though sysfs still lists sizes. */
+static void test_no_default_size(void)
+{
+	long s[4] = { 0 };
+
+	setup(0, 0);
+	fk_file("/proc/meminfo", "MemTotal: 16384000 kB\n");
+	htlb_reload();
+	errno = 0;
+	CHECK_EQ(gethugepagesize(), -1);
+	CHECK_EQ(errno, ENOSYS);
+	CHECK_EQ(gethugepagesizes(s, 4), 2);
+	CHECK_EQ(s[0], (long)M2);
+	CHECK_EQ(s[1], (long)G1);
+	CHECK(hugetlbfs_find_path() == NULL);
+	errno = 0;
+	CHECK_EQ(hugetlbfs_unlinked_fd(), -1);
+	CHECK_EQ(errno, ENOSYS);
+	CHECK_EQ(fk_memfd_calls(), 0);
+}
+
 static void test_get_huge_pages(void)
 {
 	struct fk_map_info m;
@@ -475,6 +514,8 @@ int main(void)
 	RUN(test_hugetlb_path_env);
 	RUN(test_unlinked_fd_mount);
 	RUN(test_unlinked_fd_memfd);
+	RUN(test_unlinked_fd_unusable_mount);
+	RUN(test_no_default_size);
 	RUN(test_get_huge_pages);
 	RUN(test_get_huge_pages_strict);
 	RUN(test_region_strict);

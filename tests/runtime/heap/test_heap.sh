@@ -105,6 +105,41 @@ PY
 	fi
 }
 
+# The same churn under --shrink (SUPERPAGE_SHRINK, libhugetlbfs' HUGETLB_MORECORE_SHRINK):
+# no empty unit is kept, each goes back to the pool as its block is freed.
+test_churn_shrink() {
+	local name=churn_shrink counts released reused
+	if ! have_python; then
+		skip $name "python3 is not installed (Debian package python3), to read --stats"
+		return
+	fi
+	if ! pool_2m 8; then
+		skip $name "$why"
+		return
+	fi
+	plain "$P/churn" 262144 2000
+	sprun_stats --backing 2m --shrink -- "$P/churn" 262144 2000
+	restore
+	counts=$("$PY" - "$tmp/stats.json" 2>/dev/null <<'PY' || echo none
+import json, sys
+d = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]
+h = d["heap"]
+print("%d %d" % (h["released_units"], h["reused_units"]))
+PY
+)
+	read -r released reused <<<"$counts"
+
+	if differs; then
+		fail $name "$why"
+	elif [ "$released" = none ]; then
+		fail $name "no account at exit: $(oneline "$tmp/sp.err")"
+	elif [ "$released" -lt 1990 ]; then
+		fail $name "$released units given back and $reused reused for 2000 blocks freed"
+	else
+		pass $name "2000 blocks of 256 KiB: $released units given back, $reused reused"
+	fi
+}
+
 # The sweep's mixed heap (16 B-8 MiB log-uniform, filled to 256 MiB, every other
 # block freed, filled again): what auto pays against glibc (1.08x when spans of small
 # objects shared units with blocks and blocks took the first free place that held
@@ -135,6 +170,7 @@ for backing in auto thp 4k 2m; do
 	test_torture $backing
 done
 test_churn_2m
+test_churn_shrink
 test_pages_2m
 test_mixed_memory
 exit $failed
