@@ -126,7 +126,8 @@ static void read_default(struct htlb_state *st)
 	char have[96] = "", one[24];
 
 	st->default_size = st->kernel_default;
-	if (!v || !*v)
+	/* (No Hugepagesize line: no hugetlb support to choose a size of.) */
+	if (!v || !*v || !st->kernel_default)
 		return;
 	if (sp_parse_size(v, &size) == 0 && htlb_size_of(st, (long)size)) {
 		st->default_size = (long)size;

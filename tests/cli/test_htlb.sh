@@ -119,7 +119,8 @@ fi
 view() { LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$VIEW" "$@"; }
 grep -vi '^hugepage' /proc/meminfo >"$tmp/meminfo"
 base=$(getconf PAGESIZE)
-VIEW_MEMINFO=$tmp/meminfo VIEW_SIZES=none VIEW_MOUNTS=/dev/null view run_timed prog "$PROG" sizes
+VIEW_MEMINFO=$tmp/meminfo VIEW_SIZES=none VIEW_MOUNTS=/dev/null HUGETLB_DEFAULT_PAGE_SIZE=2M \
+	view run_timed prog "$PROG" sizes
 if [ $rc = 0 ] && [ "$(cat "$tmp/prog.out")" = "default -1
 pagesizes $base
 path none" ]; then

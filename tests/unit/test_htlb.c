@@ -314,6 +314,11 @@ static void test_no_default_size(void)
 	CHECK_EQ(gethugepagesizes(s, 4), 2);
 	CHECK_EQ(s[0], (long)M2);
 	CHECK_EQ(s[1], (long)G1);
+	/* HUGETLB_DEFAULT_PAGE_SIZE names a size sysfs has: still none. */
+	reload_with("HUGETLB_DEFAULT_PAGE_SIZE", "2M");
+	errno = 0;
+	CHECK_EQ(gethugepagesize(), -1);
+	CHECK_EQ(errno, ENOSYS);
 	CHECK(hugetlbfs_find_path() == NULL);
 	errno = 0;
 	CHECK_EQ(hugetlbfs_unlinked_fd(), -1);
