@@ -69,21 +69,22 @@ test_pages_2m() {
 	fi
 }
 
-# A block allocated and freed again and again under 2m: its empty hugetlb unit is kept
-# for the next one, not given back to the pool and taken again each time (20,000
-# times: 1.6 s, against 0.004 s kept), and what it gives out again reads as zero.
-test_churn_2m() {
-	local name=churn_2m counts released reused
+# Runs churn (2000 blocks of 256 KiB, each freed before the next) under --backing 2m
+# and the options given; leaves the units given back and reused in $released and
+# $reused ("none" if the account had none, or no hugetlb memory). 1 after a skip.
+churn_2m() { # name option...
+	local name=$1 counts
+	shift
 	if ! have_python; then
 		skip $name "python3 is not installed (Debian package python3), to read --stats"
-		return
+		return 1
 	fi
 	if ! pool_2m 8; then
 		skip $name "$why"
-		return
+		return 1
 	fi
 	plain "$P/churn" 262144 2000
-	sprun_stats --backing 2m -- "$P/churn" 262144 2000
+	sprun_stats --backing 2m "$@" -- "$P/churn" 262144 2000
 	restore
 	counts=$("$PY" - "$tmp/stats.json" 2>/dev/null <<'PY' || echo none
 import json, sys
@@ -93,7 +94,14 @@ print("%d %d" % (h["released_units"], h["reused_units"]) if d["hugetlb_bytes"] >
 PY
 )
 	read -r released reused <<<"$counts"
+}
 
+# A block allocated and freed again and again under 2m: its empty hugetlb unit is kept
+# for the next one, not given back to the pool and taken again each time (20,000
+# times: 1.6 s, against 0.004 s kept), and what it gives out again reads as zero.
+test_churn_2m() {
+	local name=churn_2m released reused
+	churn_2m $name || return
 	if differs; then
 		fail $name "$why"
 	elif [ "$released" = none ]; then
@@ -108,31 +116,12 @@ PY
 # The same churn under --shrink (SUPERPAGE_SHRINK, libhugetlbfs' HUGETLB_MORECORE_SHRINK):
 # no empty unit is kept, each goes back to the pool as its block is freed.
 test_churn_shrink() {
-	local name=churn_shrink counts released reused
-	if ! have_python; then
-		skip $name "python3 is not installed (Debian package python3), to read --stats"
-		return
-	fi
-	if ! pool_2m 8; then
-		skip $name "$why"
-		return
-	fi
-	plain "$P/churn" 262144 2000
-	sprun_stats --backing 2m --shrink -- "$P/churn" 262144 2000
-	restore
-	counts=$("$PY" - "$tmp/stats.json" 2>/dev/null <<'PY' || echo none
-import json, sys
-d = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]
-h = d["heap"]
-print("%d %d" % (h["released_units"], h["reused_units"]))
-PY
-)
-	read -r released reused <<<"$counts"
-
+	local name=churn_shrink released reused
+	churn_2m $name --shrink || return
 	if differs; then
 		fail $name "$why"
 	elif [ "$released" = none ]; then
-		fail $name "no account at exit: $(oneline "$tmp/sp.err")"
+		fail $name "no hugetlb memory at exit: $(oneline "$tmp/sp.err")"
 	elif [ "$released" -lt 1990 ]; then
 		fail $name "$released units given back and $reused reused for 2000 blocks freed"
 	else
