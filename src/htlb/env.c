@@ -307,7 +307,9 @@ static void say_unacted(void)
 
 /* At load: the state read, what is not acted on said (not again in the program started
  * again), then the program started again with superpage's runtime if its environment
- * asks for it (rerun.c). glibc passes ELF constructors the program's arguments. */
+ * asks for it (rerun.c), and in the process that runs on, its read-only segments on
+ * hugetlbfs pages if HUGETLB_ELFMAP asks (elfmap.c). glibc passes ELF constructors the
+ * program's arguments. */
 __attribute__((constructor)) static void htlb_init(int argc, char **argv, char **envp)
 {
 	(void)argc;
@@ -316,4 +318,5 @@ __attribute__((constructor)) static void htlb_init(int argc, char **argv, char *
 	if (!getenv(SP_HTLB_EXEC_ENV))
 		say_unacted();
 	htlb_rerun(argv);
+	htlb_elfmap();
 }

@@ -50,6 +50,13 @@ const struct htlb_size *htlb_size_of(const struct htlb_state *st, long size);
  * process so started, puts the program's LD_PRELOAD back. Returns when there is nothing
  * to do, or it cannot be done (said). From the constructor, with its argv. */
 void htlb_rerun(char **argv);
+/* Whether the program's segments may be moved, as HUGETLB_MORECORE restarts it: not in
+ * a setuid program, only when the program itself names this library (the constructor
+ * runs before main), and only in an executable HUGETLB_RESTRICT_EXE allows. */
+bool htlb_may_map_segments(void);
+/* HUGETLB_ELFMAP=R: the program's read-only segments onto huge pages of the default
+ * size's hugetlbfs mount, where their extent holds nothing else; said at level 2. */
+void htlb_elfmap(void);
 void htlb_say(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -159,6 +159,19 @@ static bool exe_allowed(char *exe, size_t len)
 	return false;
 }
 
+bool htlb_may_map_segments(void)
+{
+	char exe[PATH_MAX];
+
+	if (getauxval(AT_SECURE) || !named_by_program())
+		return false;
+	if (!exe_allowed(exe, sizeof exe)) {
+		htlb_say(HTLB_INFO, "%s is not in HUGETLB_RESTRICT_EXE: its segments stay", exe);
+		return false;
+	}
+	return true;
+}
+
 /* The runtime beside this library: ../ in the build tree ($(B)/libhugetlbfs/) and
  * the package (/usr/lib/superpage/libhugetlbfs/), ../../ under make install
  * ($(PREFIX)/lib/superpage/libhugetlbfs/ and $(PREFIX)/lib). */

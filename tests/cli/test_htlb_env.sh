@@ -2,9 +2,11 @@
 # test_htlb_env.sh - libhugetlbfs.so.0's environment that needs superpage's runtime:
 # a program linked with -lhugetlbfs (tests/htlb/heap_prog.c) started again with the
 # runtime for HUGETLB_MORECORE (thp, and yes on a 2M pool set up and put back, with
-# HUGETLB_MORECORE_SHRINK and without) and
-# HUGETLB_SHM; left alone without them, with HUGETLB_MORECORE=no and outside
-# HUGETLB_RESTRICT_EXE; its messages said once over both starts; its children without
+# HUGETLB_MORECORE_SHRINK and without) and HUGETLB_SHM; HUGETLB_ELFMAP=R putting the
+# read-only segments of a program linked for huge pages (tests/htlb/elfmap_prog.c) on a
+# hugetlbfs mount made and unmounted here, and not those of a program not so linked or
+# outside HUGETLB_RESTRICT_EXE; left alone without them, with HUGETLB_MORECORE=no and
+# outside HUGETLB_RESTRICT_EXE; its messages said once over both starts; its children without
 # the runtime. Usage: tests/cli/test_htlb_env.sh BUILD_DIR. Prints "PASS name",
 # "FAIL name: why" or "SKIP name: why" per test.
 set -u
@@ -18,7 +20,8 @@ tmp_with_pool
 
 names=(htlb_env_none htlb_env_morecore_no htlb_env_restrict htlb_env_thp htlb_env_said_once
 	htlb_env_child htlb_env_dlopen
-	htlb_env_preload_back htlb_env_2m htlb_env_shm)
+	htlb_env_preload_back htlb_env_2m htlb_env_shrink htlb_env_shm htlb_env_elfmap
+	htlb_env_elfmap_unlinked htlb_env_elfmap_restrict)
 skip_all() { # why
 	for t in "${names[@]}"; do skip "$t" "$1"; done
 	exit $failed
@@ -41,7 +44,7 @@ fi
 # Runs the program with env's assignments; leaves rc and $tmp/prog.out, .err.
 prog() { # [VAR=value...] mode [MIB]
 	local vars=()
-	while [[ $1 == *=* ]]; do vars+=("$1"); shift; done
+	while [ $# -gt 0 ] && [[ $1 == *=* ]]; do vars+=("$1"); shift; done
 	run_timed prog env -u LD_PRELOAD "${vars[@]}" "$PROG" "$@"
 }
 has() { grep -qx "$1" "$tmp/prog.out"; }
@@ -128,9 +131,9 @@ fi
 
 # ---------- HUGETLB_MORECORE=yes and HUGETLB_SHM=yes on a 2M pool ----------
 if ! pool_add 48; then
-	skip htlb_env_2m "$why"
-	skip htlb_env_shrink "$why"
-	skip htlb_env_shm "$why"
+	for t in 2m shrink shm elfmap elfmap_unlinked elfmap_restrict; do
+		skip htlb_env_$t "$why"
+	done
 	exit $failed
 fi
 prog HUGETLB_MORECORE=yes heap 64
@@ -154,6 +157,49 @@ if [ $rc = 0 ] && has "runtime 1" && has "shm kps=2048"; then
 	pass htlb_env_shm
 else
 	fail htlb_env_shm "$(got)"
+fi
+# ---------- HUGETLB_ELFMAP=R on a program linked for huge pages ----------
+# Its read-only segments (constants, text) go on hugetlbfs pages of a mount, its data
+# stays; a forked child runs on them. A program not so linked keeps its segments.
+EPROG=$tmp/elfmap_prog
+mnt=$tmp/mnt
+if ! ${CC:-cc} -std=gnu11 -O1 -g -Wall -Wextra -Werror -I"$top/src/htlb/include" \
+	-o "$EPROG" "$top/tests/htlb/elfmap_prog.c" -L"$LIBDIR" -lhugetlbfs -Wl,-rpath,"$LIBDIR" \
+	-Wl,-zcommon-page-size=2097152 -Wl,-zmax-page-size=2097152 >"$tmp/cc.err" 2>&1; then
+	fail htlb_env_elfmap "the program does not build: $(oneline "$tmp/cc.err")"
+elif ! is_root; then
+	for t in elfmap elfmap_unlinked elfmap_restrict; do
+		skip htlb_env_$t "needs root to mount hugetlbfs"
+	done
+elif ! mkdir -p "$mnt" || ! mount -t hugetlbfs -o pagesize=2M none "$mnt" 2>"$tmp/mount.err"; then
+	for t in elfmap elfmap_unlinked elfmap_restrict; do
+		skip htlb_env_$t "cannot mount hugetlbfs: $(oneline "$tmp/mount.err")"
+	done
+else
+	trap 'umount "$mnt" 2>/dev/null; put_pool_back; rm -rf "$tmp"' EXIT
+	run_timed plain env -u LD_PRELOAD "$EPROG"
+	PROG=$EPROG prog HUGETLB_PATH="$mnt" HUGETLB_ELFMAP=R HUGETLB_VERBOSE=2
+	if [ $rc = 0 ] && has "const kps=2048 hugetlbfs=1" && has "text kps=2048 hugetlbfs=1" &&
+		has "data kps=4 hugetlbfs=0" && has "child ok" && has "parent ok" &&
+		grep -qx "const kps=4 hugetlbfs=0" "$tmp/plain.out"; then
+		pass htlb_env_elfmap "$(grep -c 'on huge pages of' "$tmp/prog.err") segments moved"
+	else
+		fail htlb_env_elfmap "plain: $(oneline "$tmp/plain.out" 5); $(got)"
+	fi
+	prog HUGETLB_PATH="$mnt" HUGETLB_ELFMAP=R HUGETLB_VERBOSE=2 heap 4
+	if [ $rc = 0 ] && grep -q 'stays: its huge pages would hold other mappings' "$tmp/prog.err" &&
+		! grep -q 'on huge pages of' "$tmp/prog.err"; then
+		pass htlb_env_elfmap_unlinked
+	else
+		fail htlb_env_elfmap_unlinked "$(got)"
+	fi
+	PROG=$EPROG prog HUGETLB_PATH="$mnt" HUGETLB_ELFMAP=R HUGETLB_RESTRICT_EXE=other
+	if [ $rc = 0 ] && has "const kps=4 hugetlbfs=0" && has "text kps=4 hugetlbfs=0"; then
+		pass htlb_env_elfmap_restrict
+	else
+		fail htlb_env_elfmap_restrict "outside HUGETLB_RESTRICT_EXE: $(got)"
+	fi
+	umount "$mnt"
 fi
 put_pool_back
 exit $failed

@@ -76,11 +76,11 @@ churn_2m() { # name option...
 	local name=$1 counts
 	shift
 	if ! have_python; then
-		skip $name "python3 is not installed (Debian package python3), to read --stats"
+		skip "$name" "python3 is not installed (Debian package python3), to read --stats"
 		return 1
 	fi
 	if ! pool_2m 8; then
-		skip $name "$why"
+		skip "$name" "$why"
 		return 1
 	fi
 	plain "$P/churn" 262144 2000
