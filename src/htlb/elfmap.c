@@ -174,6 +174,6 @@ void htlb_elfmap(void)
 		}
 	}
 	if (!moved && g.n)
-		htlb_say(HTLB_ERROR, "HUGETLB_ELFMAP=%.16s: no read-only segment could go on huge "
-			 "pages (HUGETLB_VERBOSE=2 says why)", v);
+		htlb_say(HTLB_ERROR, "HUGETLB_ELFMAP=%.16s: no read-only segment could go on the "
+			 "huge pages of %s (HUGETLB_VERBOSE=2 says why)", v, size->mount);
 }

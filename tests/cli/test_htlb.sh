@@ -115,8 +115,13 @@ if ! ${CC:-cc} -std=gnu11 -O1 -Wall -Wextra -Werror -shared -fPIC -o "$VIEW" \
 	fail htlb_view_built "tests/htlb/view.c does not build: $(oneline "$tmp/cc.err")"
 	exit 1
 fi
-# (A sanitized library has the sanitizer's runtime first: the view comes after it.)
-view() { LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$VIEW" "$@"; }
+# (A sanitized program wants the sanitizer's runtime first of all libraries: a preload
+# goes after it.)
+pre=$VIEW
+if [ ${#san[@]} -gt 0 ]; then
+	pre="$(${CC:-cc} -print-file-name=libasan.so):$VIEW"
+fi
+view() { LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$pre" "$@"; }
 grep -vi '^hugepage' /proc/meminfo >"$tmp/meminfo"
 base=$(getconf PAGESIZE)
 VIEW_MEMINFO=$tmp/meminfo VIEW_SIZES=none VIEW_MOUNTS=/dev/null HUGETLB_DEFAULT_PAGE_SIZE=2M \
