@@ -58,52 +58,41 @@ static int program_segs(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1; /* the program only */
 }
 
-static bool hex(const char **s, uintptr_t *out)
-{
-	uintptr_t v = 0;
-	int n = 0;
+struct extent {
+	uintptr_t lo, hi;        /* the extent, rounded out to the huge page */
+	const struct seg *s;
+	uintptr_t covered;       /* the segment's pages found so far, from its start */
+};
 
-	for (;; (*s)++, n++) {
-		char c = **s;
-		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-		if (d < 0)
-			break;
-		v = v << 4 | (uintptr_t)d;
-	}
-	*out = v;
-	return n > 0 && n <= 16;
+/* A mapping of /proc/self/maps: one that overlaps the extent must be the next piece
+ * of the segment, private, with its protection. 1 stops the walk: it is not. */
+static int one_mapping(const struct sp_smaps_map *m, void *arg)
+{
+	struct extent *e = arg;
+	int prot;
+
+	if (m->end <= e->lo || m->start >= e->hi)
+		return 0;
+	prot = (m->perms[0] == 'r' ? PROT_READ : 0) | (m->perms[1] == 'w' ? PROT_WRITE : 0) |
+	       (m->perms[2] == 'x' ? PROT_EXEC : 0);
+	if (m->start != e->covered || m->end > e->s->hi || prot != e->s->prot || m->perms[3] != 'p')
+		return 1;
+	e->covered = m->end;
+	return 0;
 }
 
 /* Whether [lo, hi) holds the segment's pages, mapped private and readable with its
- * protection and without a gap, and nothing else (/proc/self/maps). */
+ * protection and without a gap, and nothing else. */
 static bool extent_free(uintptr_t lo, uintptr_t hi, const struct seg *s)
 {
-	static struct sp_lines l; /* large; the constructor runs once, on one thread */
-	const char *line;
-	uintptr_t covered = s->lo;
-	bool ok = true;
-	int fd = sp_os->open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+	struct extent e = { lo, hi, s, s->lo };
+	int fd = sp_os->open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0), r;
 
 	if (fd < 0)
 		return false;
-	sp_lines_init(&l, fd);
-	while (ok && sp_lines_next(&l, &line) > 0) {
-		uintptr_t a, b;
-		const char *p = line;
-		if (!hex(&p, &a) || *p++ != '-' || !hex(&p, &b) || *p++ != ' ' || strlen(p) < 4) {
-			ok = false;
-			break;
-		}
-		if (b <= lo || a >= hi)
-			continue;
-		int prot = (p[0] == 'r' ? PROT_READ : 0) | (p[1] == 'w' ? PROT_WRITE : 0) |
-			   (p[2] == 'x' ? PROT_EXEC : 0);
-		/* inside the segment, following the last piece, with its protection */
-		ok = a >= s->lo && b <= s->hi && a == covered && prot == s->prot && p[3] == 'p';
-		covered = b;
-	}
+	r = sp_smaps_walk(fd, NULL, one_mapping, &e);
 	sp_os->close(fd);
-	return ok && covered == s->hi;
+	return r == 0 && e.covered == s->hi;
 }
 
 /* One segment onto huge pages of size hs from mount: 0, or -errno (the segment as it

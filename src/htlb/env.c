@@ -217,23 +217,35 @@ static void read_mounts(struct htlb_state *st, const struct sp_system *sys)
 /* For each size with no mount the program can use, whether the kernel has none either
  * (read through the seam, not as the program sees it): then, and only then,
  * hugetlbfs_unlinked_fd makes a memfd. A program shown no mount where the kernel has
- * one gets none, as libhugetlbfs' empty_mounts test wants. */
-static void read_memfd(struct htlb_state *st, const struct sp_system *kernel)
+ * one gets none, as libhugetlbfs' empty_mounts test wants. seen: the machine as read
+ * for the program, the kernel's own view already if files was NULL; the kernel is
+ * read again only when a size has no mount and seen came through libc. */
+static void read_memfd(struct htlb_state *st, const struct sp_system *seen,
+		       const struct sp_files *files)
 {
+	static struct sp_system kernel; /* large: not on the stack; under fill_lock */
+	const struct sp_system *k = seen;
+	bool probed = !files;
+
 	for (int i = 0; i < st->n_sizes; i++) {
 		struct htlb_size *s = &st->sizes[i];
 		s->memfd = !s->mount[0];
-		for (int k = 0; k < kernel->n_mounts && s->memfd; k++)
-			if ((long)kernel->mounts[k].page_size == s->size &&
-			    usable(kernel->mounts[k].path) == 0)
+		if (s->memfd && !probed) {
+			sp_probe_hugetlb(&kernel);
+			k = &kernel;
+			probed = true;
+		}
+		for (int m = 0; m < k->n_mounts && s->memfd; m++)
+			if ((long)k->mounts[m].page_size == s->size && usable(k->mounts[m].path) == 0)
 				s->memfd = false;
 	}
 }
 
 static void fill(struct htlb_state *st)
 {
-	/* large: not on the stack; under fill_lock */
-	static struct sp_system sys, kernel;
+	static struct sp_system sys; /* large: not on the stack; under fill_lock */
+	/* (On the unit tests' fake kernel, through its seam.) */
+	const struct sp_files *files = sp_os == &sp_os_real ? &libc_files : NULL;
 	const char *v;
 	bool b;
 
@@ -245,13 +257,11 @@ static void fill(struct htlb_state *st)
 	verbose = st->verbose;
 	if (getenv(SP_HTLB_EXEC_ENV))
 		st->verbose = 0;
-	/* (On the unit tests' fake kernel, through its seam.) */
-	sp_probe_hugetlb_via(&sys, sp_os == &sp_os_real ? &libc_files : NULL);
-	sp_probe_hugetlb(&kernel);
+	sp_probe_hugetlb_via(&sys, files);
 	read_sizes(st, &sys);
 	read_default(st);
 	read_mounts(st, &sys);
-	read_memfd(st, &kernel);
+	read_memfd(st, &sys, files);
 	v = getenv("HUGETLB_NO_RESERVE");
 	st->no_reserve = v && sp_parse_bool(v, &b) == 0 && b;
 	st->verbose = verbose;
