@@ -336,7 +336,13 @@ bool fit_resize(struct span *s, void *p, size_t size, size_t *now)
 			c->used += (uint32_t)(n - want);
 		}
 	} else if (want > n) {
-		if (end == c->top)
+		/* Room for the next growth too, from free grains only: a string grown
+		 * by appends then comes back for the lock once in a while, not at every
+		 * grain it crosses (fit_keeps). */
+		uint64_t room = want + (want >> FIT_ROOM_SHIFT);
+		if (room > FIT_MAX >> GRAIN_SHIFT)
+			room = want;
+		if (end == c->top && !fit_grow_chunk(a, c, room - n))
 			fit_grow_chunk(a, c, want - n);
 		struct fit_node *x = free_from(c, end);
 		if (x && n + x->grains >= want) {
@@ -345,7 +351,7 @@ bool fit_resize(struct span *s, void *p, size_t size, size_t *now)
 			x->g = (uint32_t)g;
 			x->grains += (uint32_t)n;
 			c->used -= (uint32_t)n;
-			n = take(a, x, want);
+			n = take(a, x, room < x->grains ? room : x->grains);
 		}
 	}
 	pthread_mutex_unlock(&a->lock);

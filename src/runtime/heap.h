@@ -324,6 +324,15 @@ int brk_advise(uintptr_t addr, size_t len, int advice);
 #define FIT_CHUNK_PAGES 4096ul     /* the most pages of a chunk (16 MiB) */
 #define FIT_ARENAS 8               /* threads use arena (slot % FIT_ARENAS) */
 static inline bool fit_size(size_t size) { return size > FIT_MIN && size < FIT_MAX; }
+/* A fitted block realloc grows in place takes up to 1/2^FIT_ROOM_SHIFT more than asked
+ * where the grains after it are free: room for the next growth. realloc keeps a
+ * block of have bytes for size bytes, without its arena's lock, while size is within
+ * that room (or the block's last 64 bytes). */
+#define FIT_ROOM_SHIFT 4
+static inline bool fit_keeps(size_t have, size_t size)
+{
+	return size <= have && have - size < 64 + (have >> FIT_ROOM_SHIFT);
+}
 /* Sets up the arenas (once, before the first malloc). */
 void fit_init(void);
 /* A block of size bytes (fit_size): from the thread's cache, or from the arena of

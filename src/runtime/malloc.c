@@ -467,6 +467,8 @@ void *rt_realloc(void *p, size_t size)
 	}
 	if (s && s->kind == SPAN_FIT && fit_size(size)) {
 		size_t now;
+		if (fit_keeps(have, size))
+			return p;
 		if (fit_resize(s, p, size, &now)) {
 			count_by(tc_get(), (int64_t)now - (int64_t)have);
 			return p;
