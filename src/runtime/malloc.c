@@ -555,12 +555,16 @@ void rt_stats_get(struct rt_stats *out)
 	out->frees = atomic_load(&counts.frees);
 	if (rt_ready()) {
 		pages_stats(out);
-		/* Free space inside the fitted blocks' chunks is free inside units too. */
+		/* Free space inside the fitted blocks' chunks is free inside units too.
+		 * Which units it lies in is not counted: it is taken from the bytes in full
+		 * units as well, which makes them a lower bound (they were more than the
+		 * bytes in use: 108% for blocks of 4-64 KiB). */
 		uint64_t chunks, free;
 		fit_stats(&chunks, &free);
 		if (free > out->unit_used_bytes)
 			free = out->unit_used_bytes;
 		out->unit_used_bytes -= free;
 		out->unit_free_bytes += free;
+		out->full_unit_bytes -= free < out->full_unit_bytes ? free : out->full_unit_bytes;
 	}
 }
