@@ -65,6 +65,7 @@ void fork_guard_copy(void)
 	watch.copied = 1;
 	pages_fork_fixup();
 	brk_fork_fixup();
+	segs_fork_fixup();
 }
 
 static void guard(int sig, siginfo_t *si, void *ctx)
@@ -72,7 +73,7 @@ static void guard(int sig, siginfo_t *si, void *ctx)
 	int e = errno;
 	uintptr_t a = (uintptr_t)si->si_addr;
 	if (!watch.copied && getpid() != watch.forker &&
-	    (in_range(a, heap_range) || in_range(a, brk_range))) {
+	    (in_range(a, heap_range) || in_range(a, brk_range) || segs_hold(a))) {
 		fork_guard_copy();
 		errno = e;
 		return; /* the touch is made again, on memory now */

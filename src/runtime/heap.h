@@ -267,6 +267,12 @@ bool brk_fork_staged(void);
 void brk_fork_parent(void);
 void brk_fork_fixup(void);
 void brk_fork_child(void);
+/* The program's own segments on hugetlb pages (segments.c), as the break's. */
+void segs_fork_prepare(void);
+bool segs_fork_staged(void);
+void segs_fork_parent(void);
+void segs_fork_fixup(void);
+void segs_fork_child(void);
 void shm_fork_prepare(void);
 void shm_fork_after(void);
 
@@ -315,6 +321,11 @@ bool brk_range(uintptr_t *lo, uintptr_t *hi);
 /* Before the program changes part of the break's range: its hugetlb steps in
  * [addr, addr+len) are copied to THP memory in place. 0, or -ENOMEM. */
 int brk_demote(uintptr_t addr, size_t len);
+/* Before the program changes [addr, addr+len): the program's segments on hugetlb pages
+ * that it meets (segments.c) are copied to THP memory in place. 0, or -ENOMEM. */
+int segs_demote(uintptr_t addr, size_t len);
+/* Whether a is in such a segment (fork.c's guard, in a child). */
+bool segs_hold(uintptr_t a);
 /* madvise on a page-aligned part of the break's range (see pages_advise). */
 int brk_advise(uintptr_t addr, size_t len, int advice);
 

@@ -77,7 +77,8 @@ bool rt_ready(void)
  *   6. the page heap (units.c), which then stages its hugetlb units (staging.c);
  *   7. the break (brk.c), which stages its hugetlb steps: it calls the page heap
  *      under its own lock, but only calls of the page heap that take no lock;
- *   8. then, if hugetlb memory was staged, the guard stands (fork.c).
+ *   8. the program's segments on hugetlb pages (segments.c), staged the same way;
+ *   9. then, if hugetlb memory was staged, the guard stands (fork.c).
  * parent and child undo it in the reverse order; the child first copies its hugetlb
  * memory in (if the guard has not), makes the other threads' slots orphans while it
  * still holds every lock, and starts its own live account. glibc runs these after
@@ -95,7 +96,8 @@ void rt_fork_prepare(void)
 	pages_lock();
 	pages_fork_prepare();
 	brk_fork_prepare();
-	if (pages_fork_staged() || brk_fork_staged())
+	segs_fork_prepare();
+	if (pages_fork_staged() || brk_fork_staged() || segs_fork_staged())
 		fork_guard_arm();
 	errno = e;
 }
@@ -104,6 +106,7 @@ void rt_fork_parent(void)
 {
 	int e = errno;
 	fork_guard_disarm();
+	segs_fork_parent();
 	brk_fork_parent();
 	pages_fork_parent();
 	pages_unlock();
@@ -120,6 +123,7 @@ void rt_fork_child(void)
 	int e = errno;
 	fork_guard_copy();
 	fork_guard_disarm();
+	segs_fork_child();
 	brk_fork_child();
 	pages_fork_child();
 	central_fork_orphan(malloc_thread_slot());

@@ -83,6 +83,8 @@ int before_fixed(const void *addr, size_t len)
 		r = pages_fixed_into((uintptr_t)addr, len);
 	if (r == 0 && in_brk(addr, len))
 		r = brk_demote((uintptr_t)addr, len);
+	if (r == 0)
+		r = segs_demote((uintptr_t)addr, len);
 	return r;
 }
 
@@ -99,6 +101,8 @@ static int before_change(const void *addr, size_t len)
 		r = pages_demote((uintptr_t)addr, len);
 	if (r == 0 && in_brk(addr, len))
 		r = brk_demote((uintptr_t)addr, len);
+	if (r == 0)
+		r = segs_demote((uintptr_t)addr, len);
 	return r;
 }
 
@@ -363,6 +367,8 @@ int unmap_range(uintptr_t a, size_t len)
 		return 0;
 	}
 	int r = in_brk(addr, len) ? brk_demote(a, len) : 0;
+	if (r == 0)
+		r = segs_demote(a, len);
 	shm_whole(a, &len);
 	if (r == 0)
 		r = sp_os->munmap(addr, len);

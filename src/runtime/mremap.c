@@ -196,6 +196,8 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	int r = 0;
 	if (!((uintptr_t)old & (PAGE_SIZE - 1)) && in_brk(old, old_len ? old_len : 1))
 		r = brk_demote((uintptr_t)old, old_len ? old_len : 1);
+	if (r == 0 && !((uintptr_t)old & (PAGE_SIZE - 1)))
+		r = segs_demote((uintptr_t)old, old_len ? old_len : 1);
 	if (r == 0 && (flags & MREMAP_FIXED) && (flags & MREMAP_MAYMOVE) &&
 	    !((uintptr_t)new_addr & (PAGE_SIZE - 1)))
 		r = before_fixed(new_addr, new_len);

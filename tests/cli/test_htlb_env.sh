@@ -5,7 +5,9 @@
 # HUGETLB_MORECORE_SHRINK and without) and HUGETLB_SHM; HUGETLB_ELFMAP=R putting the
 # read-only segments of a program linked for huge pages (tests/htlb/elfmap_prog.c) on a
 # hugetlbfs mount made and unmounted here, and not those of a program not so linked or
-# outside HUGETLB_RESTRICT_EXE; left alone without them, with HUGETLB_MORECORE=no and
+# outside HUGETLB_RESTRICT_EXE; HUGETLB_ELFMAP=W and RW its writable segment too, with
+# a forked child that writes it when the pool has no free page, and the program's
+# mprotect of part of it; left alone without them, with HUGETLB_MORECORE=no and
 # outside HUGETLB_RESTRICT_EXE; its messages said once over both starts; its children without
 # the runtime. Usage: tests/cli/test_htlb_env.sh BUILD_DIR. Prints "PASS name",
 # "FAIL name: why" or "SKIP name: why" per test.
@@ -21,7 +23,8 @@ tmp_with_pool
 names=(htlb_env_none htlb_env_morecore_no htlb_env_restrict htlb_env_thp htlb_env_said_once
 	htlb_env_child htlb_env_dlopen
 	htlb_env_preload_back htlb_env_2m htlb_env_shrink htlb_env_shm htlb_env_elfmap
-	htlb_env_elfmap_unlinked htlb_env_elfmap_restrict)
+	htlb_env_elfmap_unlinked htlb_env_elfmap_restrict htlb_env_elfmap_w htlb_env_elfmap_w_changed
+	htlb_env_elfmap_rw)
 skip_all() { # why
 	for t in "${names[@]}"; do skip "$t" "$1"; done
 	exit $failed
@@ -131,7 +134,7 @@ fi
 
 # ---------- HUGETLB_MORECORE=yes and HUGETLB_SHM=yes on a 2M pool ----------
 if ! pool_add 48; then
-	for t in 2m shrink shm elfmap elfmap_unlinked elfmap_restrict; do
+	for t in 2m shrink shm elfmap elfmap_unlinked elfmap_restrict elfmap_w elfmap_w_changed elfmap_rw; do
 		skip htlb_env_$t "$why"
 	done
 	exit $failed
@@ -168,11 +171,11 @@ if ! ${CC:-cc} -std=gnu11 -O1 -g -Wall -Wextra -Werror -I"$top/src/htlb/include"
 	-Wl,-zcommon-page-size=2097152 -Wl,-zmax-page-size=2097152 >"$tmp/cc.err" 2>&1; then
 	fail htlb_env_elfmap "the program does not build: $(oneline "$tmp/cc.err")"
 elif ! is_root; then
-	for t in elfmap elfmap_unlinked elfmap_restrict; do
+	for t in elfmap elfmap_unlinked elfmap_restrict elfmap_w elfmap_w_changed elfmap_rw; do
 		skip htlb_env_$t "needs root to mount hugetlbfs"
 	done
 elif ! mkdir -p "$mnt" || ! mount -t hugetlbfs -o pagesize=2M none "$mnt" 2>"$tmp/mount.err"; then
-	for t in elfmap elfmap_unlinked elfmap_restrict; do
+	for t in elfmap elfmap_unlinked elfmap_restrict elfmap_w elfmap_w_changed elfmap_rw; do
 		skip htlb_env_$t "cannot mount hugetlbfs: $(oneline "$tmp/mount.err")"
 	done
 else
@@ -198,6 +201,34 @@ else
 		pass htlb_env_elfmap_restrict
 	else
 		fail htlb_env_elfmap_restrict "outside HUGETLB_RESTRICT_EXE: $(got)"
+	fi
+	# HUGETLB_ELFMAP=W: the writable segment (data, bss) too, but its RELRO part. A
+	# forked child gets a copy of its own on THP: it runs and writes even with every
+	# free huge page taken before the fork (sharing its parent's private hugetlb page,
+	# its first write would need one from the pool, and it would die of SIGBUS).
+	PROG=$EPROG prog HUGETLB_PATH="$mnt" HUGETLB_ELFMAP=W HUGETLB_VERBOSE=2 drain
+	drained=$(sed -n 's/^drained //p' "$tmp/prog.out")
+	if [ $rc = 0 ] && has "data kps=2048 hugetlbfs=1" && has "const kps=4 hugetlbfs=0" &&
+		has "child data kps=4 hugetlbfs=0" && has "child ok" && has "parent ok" &&
+		[ "${drained:-0}" -gt 0 ]; then
+		pass htlb_env_elfmap_w "$drained free huge pages taken before fork"
+	else
+		fail htlb_env_elfmap_w "$(got)"
+	fi
+	# The program's mprotect of 4 KiB of it: first copied to THP in place, then done.
+	PROG=$EPROG prog HUGETLB_PATH="$mnt" HUGETLB_ELFMAP=W mprotect
+	if [ $rc = 0 ] && has "data kps=2048 hugetlbfs=1" && has "mprotect 0 0" &&
+		has "data after kps=4 hugetlbfs=0" && has "child ok" && has "parent ok"; then
+		pass htlb_env_elfmap_w_changed
+	else
+		fail htlb_env_elfmap_w_changed "$(got)"
+	fi
+	PROG=$EPROG prog HUGETLB_PATH="$mnt" HUGETLB_ELFMAP=RW
+	if [ $rc = 0 ] && has "data kps=2048 hugetlbfs=1" && has "const kps=2048 hugetlbfs=1" &&
+		has "text kps=2048 hugetlbfs=1" && has "child ok" && has "parent ok"; then
+		pass htlb_env_elfmap_rw
+	else
+		fail htlb_env_elfmap_rw "$(got)"
 	fi
 	umount "$mnt"
 fi

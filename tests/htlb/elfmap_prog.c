@@ -2,9 +2,17 @@
  * 2 MiB apart: tests/cli/test_htlb_env.sh builds it with -zcommon-page-size and
  * -zmax-page-size of 2 MiB), for HUGETLB_ELFMAP: it prints, for a constant, a function
  * and a variable of its own, the KernelPageSize (kB) of their mapping and whether that
- * mapping is a file on hugetlbfs; then forks, and the child checks the same bytes.
- * usage: elfmap_prog */
+ * mapping is a file on hugetlbfs; then forks, and the child writes the variable,
+ * checks the same bytes and says where its variable is.
+ * usage: elfmap_prog [drain|mprotect]
+ * drain: before fork, every free page of the default huge page size is taken (a
+ * private mapping of each, touched), so that a child that shared a private hugetlb page
+ * of its parent's would find none to copy it to on its first write (and die of SIGBUS).
+ * mprotect: before fork, the variable's 4 KiB page is made read-only and read-write
+ * again (the kernel cannot split a hugetlb page's mapping), and where it is then is
+ * said. */
 #include <hugetlbfs.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +79,24 @@ static void report(const char *what, const void *p)
 	printf("%s kps=%ld hugetlbfs=%d\n", what, kps, on_hugetlbfs(path));
 }
 
-int main(void)
+/* Takes the free pages of the default huge page size: how many. */
+static int drain(void)
+{
+	long hs = gethugepagesize();
+	int n = 0;
+
+	while (hs > 0 && n < 4096) {
+		char *p = mmap(NULL, (size_t)hs, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+		if (p == MAP_FAILED)
+			break;
+		p[0] = 1;
+		n++;
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
 {
 	int status;
 	pid_t pid;
@@ -79,10 +104,21 @@ int main(void)
 	report("const", constant);
 	report("text", (const void *)(uintptr_t)function);
 	report("data", &variable);
+	if (argc > 1 && !strcmp(argv[1], "drain"))
+		printf("drained %d\n", drain());
+	if (argc > 1 && !strcmp(argv[1], "mprotect")) {
+		void *page = (void *)((uintptr_t)&variable & ~(uintptr_t)4095);
+		int ro = mprotect(page, 4096, PROT_READ), back = mprotect(page, 4096,
+									PROT_READ | PROT_WRITE);
+		printf("mprotect %d %d\n", ro, back);
+		report("data after", &variable);
+	}
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
 		variable++;
+		report("child data", &variable);
+		fflush(stdout);
 		_exit(function(variable) == 130 && !strcmp(constant + 2, "constant of the program's "
 						       "read-only data") ? 0 : 1);
 	}
