@@ -293,9 +293,11 @@ static const struct {
 	{ "HUGETLB_NO_RESERVE", "huge pages are always reserved when mapped, so that touching "
 				"them never kills the program" },
 	{ "HUGETLB_FORCE_ELFMAP", "obsolete: superpage run --text needs no relinking" },
-	{ "HUGETLB_MINIMAL_COPY", "obsolete (segment remapping)" },
-	{ "HUGETLB_SHARE", "obsolete (shared remapped segments)" },
-	{ "HUGETLB_SHARE_PATH", "obsolete (shared remapped segments)" },
+	{ "HUGETLB_MINIMAL_COPY", "HUGETLB_ELFMAP copies a segment's pages as they are" },
+	{ "HUGETLB_SHARE", "each process maps its own copy of its segments (HUGETLB_ELFMAP), "
+			   "shared with no other" },
+	{ "HUGETLB_SHARE_PATH", "each process maps its own copy of its segments "
+				"(HUGETLB_ELFMAP), shared with no other" },
 	{ "HUGETLB_MORECORE_HEAPBASE", "obsolete (glibc has no morecore hook since 2.34)" },
 	{ "HUGETLB_NO_PREFAULT", "obsolete: huge pages are reserved when mapped and faulted "
 				 "when touched" },

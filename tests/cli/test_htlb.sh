@@ -94,11 +94,13 @@ fi
 
 # What the library does not act on is said once; HUGETLB_VERBOSE=0 says nothing.
 # (HUGETLB_MORECORE, SHM and ELFMAP are acted on: tests/cli/test_htlb_env.sh.)
-HUGETLB_SHARE=1 HUGETLB_NO_PREFAULT=1 run_timed said "$PROG" sizes
+HUGETLB_SHARE=1 HUGETLB_NO_PREFAULT=1 HUGETLB_NO_RESERVE=yes run_timed said "$PROG" sizes
 n_said=$(grep -c '^superpage libhugetlbfs: ' "$tmp/said.err")
 HUGETLB_SHARE=1 HUGETLB_VERBOSE=0 run_timed quiet "$PROG" sizes
-if [ "$n_said" != 2 ] || ! grep -q 'HUGETLB_SHARE=1 accepted but not acted on' "$tmp/said.err"; then
-	fail htlb_env_said "want 2 lines, one for HUGETLB_SHARE: $(oneline "$tmp/said.err")"
+if [ "$n_said" != 3 ] || ! grep -q 'HUGETLB_SHARE=1 accepted but not acted on' "$tmp/said.err" ||
+	! grep -q 'HUGETLB_NO_RESERVE=yes accepted but not acted on: huge pages are always reserved' \
+		"$tmp/said.err"; then
+	fail htlb_env_said "want 3 lines, for HUGETLB_SHARE, _NO_PREFAULT and _NO_RESERVE: $(oneline "$tmp/said.err")"
 elif [ -s "$tmp/quiet.err" ]; then
 	fail htlb_env_said "HUGETLB_VERBOSE=0 printed: $(oneline "$tmp/quiet.err")"
 else

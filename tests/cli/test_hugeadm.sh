@@ -288,6 +288,7 @@ test_hugectl_backing() {
 	if [ -n "$why" ]; then
 		skip $name "$why"
 		skip hugectl_heap "$why"
+		skip hugectl_heap_shm "$why"
 		return
 	fi
 	if [ "$(sysfs_read $THP/enabled 2>/dev/null)" = never ]; then
@@ -302,11 +303,15 @@ test_hugectl_backing() {
 			pass $name "$((thp >> 20)) MiB on THP"
 		fi
 	fi
-	need_pool hugectl_heap || return
+	if ! need_pool hugectl_heap; then
+		skip hugectl_heap_shm "needs root and 2M pages"
+		return
+	fi
 	remember $P2M/nr_hugepages
 	adm --pool-pages-min 2M:+64
 	if [ "$rc" != 0 ]; then
 		skip hugectl_heap "the kernel did not give 64 more 2M pages: $(oneline "$tmp/err")"
+		skip hugectl_heap_shm "the kernel did not give 64 more 2M pages"
 		restore
 		return
 	fi
@@ -317,6 +322,33 @@ test_hugectl_backing() {
 		fail hugectl_heap "exit $rc, hugetlb_bytes ${hugetlb:-?}: $(oneline "$tmp/err")"
 	else
 		pass hugectl_heap "$((hugetlb >> 20)) MiB on 2M hugetlb"
+	fi
+	# --heap --shm: the heap's block and a shared anonymous mapping (python's
+	# mmap(-1, ...)) on 2 MiB pages while the program runs; plain, on 4 KiB pages.
+	cat >"$tmp/heap_shm.py" <<'PY'
+import ctypes, mmap
+b = bytearray(64 << 20); b[::4096] = b'x' * (len(b) // 4096)
+m = mmap.mmap(-1, 8 << 20); m[::4096] = b'y' * 2048
+def kps(addr):
+    cur = None
+    for l in open('/proc/self/smaps'):
+        f = l.split()
+        if '-' in f[0] and not f[0].endswith(':'):
+            lo, hi = (int(x, 16) for x in f[0].split('-'))
+            cur = lo <= addr < hi
+        elif cur and f[0] == 'KernelPageSize:':
+            return int(f[1])
+print('heap', kps(ctypes.addressof(ctypes.c_char.from_buffer(b)) + (32 << 20)), b[4096])
+print('shm', kps(ctypes.addressof(ctypes.c_char.from_buffer(m))), m[4096])
+PY
+	"$CTL" --heap --shm "$PY" "$tmp/heap_shm.py" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	"$PY" "$tmp/heap_shm.py" >"$tmp/plain.out" 2>&1
+	if [ "$rc" != 0 ] || [ "$(cat "$tmp/out")" != "$(printf 'heap 2048 120\nshm 2048 121')" ] ||
+		[ "$(cat "$tmp/plain.out")" != "$(printf 'heap 4 120\nshm 4 121')" ]; then
+		fail hugectl_heap_shm "exit $rc: $(oneline "$tmp/out") $(oneline "$tmp/err"); plain: $(oneline "$tmp/plain.out")"
+	else
+		pass hugectl_heap_shm
 	fi
 	restore
 }
