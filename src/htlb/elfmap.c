@@ -210,8 +210,8 @@ static void say_seg(uintptr_t lo, uintptr_t hi, int r, const char *mount)
 				      : strerror(-r));
 }
 
-/* The writable segments, huge page by huge page: how many went. */
-static int move_writables(const struct segs *g, const struct htlb_size *size, const char *v)
+/* The writable segments, huge page by huge page. */
+static void move_writables(const struct segs *g, const struct htlb_size *size, const char *v)
 {
 	guard_fn *guard = (guard_fn *)dlsym(RTLD_DEFAULT, "__superpage_segment_guard");
 	int moved = 0, asked = 0;
@@ -240,7 +240,6 @@ static int move_writables(const struct segs *g, const struct htlb_size *size, co
 	else if (asked && !moved)
 		htlb_say(HTLB_ERROR, "HUGETLB_ELFMAP=%.16s: no part of a writable segment could go "
 			 "on the huge pages of %s (HUGETLB_VERBOSE=2 says why)", v, size->mount);
-	return moved;
 }
 
 void htlb_elfmap(void)
