@@ -117,19 +117,19 @@ static bool extent_free(uintptr_t lo, uintptr_t hi, uintptr_t plo, uintptr_t phi
 	return r == 0 && e.covered == phi;
 }
 
-/* A mapping of an unlinked file of huge pages of size hs, len bytes (reserved when
- * mapped: a short pool fails here): in *out, 0, or -errno. */
-static int hugetlb_map(long hs, size_t len, int prot, int flags, void **out)
+/* An unlinked file of huge pages of size hs, len bytes long: its fd, or -errno. */
+static int sized_file(long hs, size_t len)
 {
 	int fd = hugetlbfs_unlinked_fd_for_size(hs), r;
 
 	if (fd < 0)
 		return -errno;
-	r = ftruncate(fd, (off_t)len) < 0 ? -errno : 0;
-	if (!r)
-		r = sp_os->mmap(NULL, len, prot, flags, fd, 0, out);
-	close(fd);
-	return r;
+	if (ftruncate(fd, (off_t)len) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 /* A read-only segment onto huge pages of size hs: 0, or -errno (the segment as it
@@ -143,14 +143,12 @@ static int move_seg(const struct seg *s, long hs)
 
 	if (!extent_free(lo, hi, s->lo, s->hi, s->prot))
 		return -EEXIST;
-	fd = hugetlbfs_unlinked_fd_for_size(hs);
+	fd = sized_file(hs, len);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* The file's pages, reserved when mapped shared (a short pool fails here), then
 	 * filled with the segment's bytes. */
-	r = ftruncate(fd, (off_t)len) < 0 ? -errno : 0;
-	if (!r)
-		r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0, &tmp);
+	r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0, &tmp);
 	if (r < 0) {
 		close(fd);
 		return r;
@@ -175,11 +173,16 @@ static int move_writable(const struct seg *s, uintptr_t lo, long hs, guard_fn *g
 	uintptr_t hi = lo + (uintptr_t)hs, plo = max_of(lo, s->lo), phi = min_of(hi, s->hi);
 	size_t len = (size_t)hs;
 	void *priv, *out;
-	int r;
+	int fd, r;
 
 	if (!extent_free(lo, hi, plo, phi, PROT_READ | PROT_WRITE))
 		return -EEXIST;
-	r = hugetlb_map(hs, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, &priv);
+	fd = sized_file(hs, len);
+	if (fd < 0)
+		return fd;
+	/* (reserved when mapped: a short pool fails here) */
+	r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0, &priv);
+	close(fd);
 	if (r < 0)
 		return r;
 	memcpy((char *)priv + (plo - lo), (const void *)plo, phi - plo);

@@ -54,8 +54,9 @@ void htlb_rerun(char **argv);
  * a setuid program, only when the program itself names this library (the constructor
  * runs before main), and only in an executable HUGETLB_RESTRICT_EXE allows. */
 bool htlb_may_map_segments(void);
-/* HUGETLB_ELFMAP=R: the program's read-only segments onto huge pages of the default
- * size's hugetlbfs mount, where their extent holds nothing else; said at level 2. */
+/* HUGETLB_ELFMAP=R|W: the program's read-only (R) and writable (W) segments onto huge
+ * pages of the default size's hugetlbfs mount, where their extent holds nothing else
+ * (the writable ones named to the runtime first); said at level 2. */
 void htlb_elfmap(void);
 void htlb_say(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -111,7 +111,8 @@ int segs_demote(uintptr_t a, size_t len)
 
 bool segs_hold(uintptr_t a)
 {
-	for (size_t i = 0; i < nsegs; i++)
+	size_t n = __atomic_load_n(&nsegs, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < n; i++)
 		if (a >= segs[i].lo && a < segs[i].hi)
 			return true;
 	return false;
