@@ -10,21 +10,34 @@
 #define MOVE_MIN_UNITS 8    /* realloc moves blocks of 16 MiB or more by mremap */
 #define LONG_MAX_BYTES ((size_t)128 << 20) /* the longest runs of pages */
 
+/* What FREE units [u, u+n) cost a run that claims them: each that holds no memory yet
+ * (fresh_units) more than all the rest, then each kept resident by another thread
+ * (unit_foreign). */
+static size_t run_cost(size_t u, size_t n, unsigned me)
+{
+	size_t foreign = 0;
+	for (size_t i = u; i < u + n && i < pg.frontier; i++)
+		foreign += pg.units[i].resident && unit_foreign(i, me);
+	return fresh_units(u, n) * (pg.max_units + 1) + foreign;
+}
+
 /* n FREE units whose address is aligned to align units (the range itself is aligned
  * to 1 GiB only): their index, growing the range if needed. */
 size_t find_units(size_t n, size_t align)
 {
 	size_t phase = (pg.base >> UNIT_SHIFT) & (align - 1);
+	unsigned me = malloc_thread_slot();
 	/* The free run that makes the fewest new units resident (empty units kept
 	 * resident first: a block that needs new units beside them takes their pages
-	 * by mremap, take_kept, which costs a call a unit), then the lowest. */
+	 * by mremap, take_kept, which costs a call a unit), then the fewest another
+	 * thread's, then the lowest. */
 	size_t best = SIZE_MAX, best_cost = SIZE_MAX;
 	for (size_t u = bits_next(pg.freebits, 0, pg.frontier, true); u < pg.frontier && best_cost;) {
 		size_t e = bits_next(pg.freebits, u, pg.frontier, false);
 		size_t at = ((u + phase + align - 1) & ~(align - 1)) - phase;
-		size_t cost = at + n <= e ? fresh_units(at, n) : 0;
+		size_t cost = at + n <= e ? run_cost(at, n, me) : 0;
 		for (; at + n <= e; cost += at + align + n <= e
-			? fresh_units(at + n, align) - fresh_units(at, align) : 0, at += align) {
+			? run_cost(at + n, align, me) - run_cost(at, align, me) : 0, at += align) {
 			if (cost < best_cost) {
 				best = at;
 				best_cost = cost;
@@ -48,7 +61,9 @@ size_t find_units(size_t n, size_t align)
 
 void claim_units(size_t at, size_t n)
 {
+	unsigned me = malloc_thread_slot();
 	for (size_t i = at; i < at + n; i++) {
+		pg.units[i].owner = (uint16_t)me;
 		if (!pg.units[i].in_cache)
 			continue;
 		cache_remove((int32_t)i);

@@ -53,6 +53,7 @@ bool retire_units(size_t u, size_t n, struct release *rel)
 		for (size_t i = u; i < u + n; i++) {
 			pg.units[i].state = U_FREE;
 			pg.units[i].in_cache = 1;
+			pg.units[i].owner = (uint16_t)malloc_thread_slot();
 			list_push_front(&pg.cache_head, &pg.cache_tail, (int32_t)i);
 			pg.cached++;
 		}

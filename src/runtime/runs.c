@@ -37,25 +37,47 @@ static size_t lowest_roomless(void)
 	return growth_room(pg.frontier) ? SIZE_MAX : pg.frontier;
 }
 
+/* The newest empty unit kept resident that is no block's room to grow (where spare)
+ * and was not another thread's than me (unit_foreign), else the newest that is no
+ * room; NO_UNIT if none. */
+static int32_t cache_pick(bool spare, unsigned me)
+{
+	int32_t any = NO_UNIT;
+	for (int32_t u = pg.cache_head; u != NO_UNIT; u = pg.units[u].next) {
+		if (spare && growth_room((size_t)u))
+			continue;
+		if (!unit_foreign((size_t)u, me))
+			return u;
+		if (any == NO_UNIT)
+			any = u;
+	}
+	return any;
+}
+
+/* Whether an empty unit is kept resident that was this thread's. */
+static bool own_kept(void)
+{
+	int32_t u = cache_pick(false, malloc_thread_slot());
+	return u != NO_UNIT && !unit_foreign((size_t)u, malloc_thread_slot());
+}
+
 /* A FREE unit for the page heap's runs of tier t: a resident empty one first (no new
- * memory), else the lowest free one; for objects, one that is no block's room to grow
- * where there is one (spans of objects placed in the units after large blocks made
- * realloc copy 6 times as many of them, bench/kernels/malloc realloc). Returns its
- * index or NO_UNIT. */
+ * memory; this thread's first), else the lowest free one; for objects, one that is no
+ * block's room to grow where there is one (spans of objects placed in the units after
+ * large blocks made realloc copy 6 times as many of them, bench/kernels/malloc
+ * realloc). Returns its index or NO_UNIT. */
 static int32_t take_unit(enum tier t)
 {
-	int32_t u = pg.cache_head;
+	unsigned me = malloc_thread_slot();
+	bool spare = t != TIER_BLOCKS && !pg.tight; /* (tight: no range grown for it) */
+	int32_t u = cache_pick(spare, me);
 	size_t f = SIZE_MAX;
-	if (t != TIER_BLOCKS && !pg.tight) { /* (tight: no range grown for it) */
-		while (u != NO_UNIT && growth_room((size_t)u))
-			u = pg.units[u].next;
-		if (u == NO_UNIT) {
-			f = lowest_roomless();
-			if (f == pg.frontier && range_grow(pg.frontier + 1) < 0)
-				f = SIZE_MAX;
-			if (f == SIZE_MAX)
-				u = pg.cache_head;
-		}
+	if (spare && u == NO_UNIT) {
+		f = lowest_roomless();
+		if (f == pg.frontier && range_grow(pg.frontier + 1) < 0)
+			f = SIZE_MAX;
+		if (f == SIZE_MAX)
+			u = cache_pick(false, me);
 	}
 	bool kept = u != NO_UNIT;
 	if (kept) {
@@ -234,27 +256,33 @@ static size_t stretch_from(size_t p, enum tier t)
  * the units with free pages only. With the free tails and heads of units taken as they
  * came (find_place), the sweep's mixed heap ended at 1.061x glibc's memory; with the
  * best of all stretches, at 1.038x. Under the lock. */
-static size_t best_hole(size_t np, enum tier t)
+static size_t best_hole(size_t np, enum tier t, bool *foreign_out)
 {
 	size_t best = SIZE_MAX, best_len = SIZE_MAX;
+	unsigned me = malloc_thread_slot();
+	bool best_foreign = true; /* (another thread's unit only where none of this one's fits) */
 	for (unsigned b = 0; b < NBUCKET; b++) {
 		for (int32_t c = pg.bucket_head[t][b]; c != NO_UNIT; c = pg.units[c].next) {
 			const uint64_t *f = pg.units[c].free;
 			size_t base = (size_t)c * PAGES_PER_UNIT;
+			bool foreign = unit_foreign((size_t)c, me);
 			for (size_t a = bits_next(f, 0, PAGES_PER_UNIT, true); a < PAGES_PER_UNIT;) {
 				size_t e = bits_next(f, a, PAGES_PER_UNIT, false);
 				/* (a stretch that began in the unit before is had from there) */
 				if (a > 0 || base == 0 || !free_in_tier(base - 1, t)) {
 					size_t len = e < PAGES_PER_UNIT ? e - a : stretch_from(base + a, t);
-					if (len >= np && (len < best_len || (len == best_len && base + a < best))) {
+					if (len >= np && (foreign != best_foreign ? !foreign :
+							  len < best_len || (len == best_len && base + a < best))) {
 						best = base + a;
 						best_len = len;
+						best_foreign = foreign;
 					}
 				}
 				a = bits_next(f, e, PAGES_PER_UNIT, true);
 			}
 		}
 	}
+	*foreign_out = best_foreign;
 	return best;
 }
 
@@ -268,13 +296,19 @@ static size_t best_hole(size_t np, enum tier t)
  * (the sweep's mixed heap ended with 9 kept units, 18 MiB of its 310). Under
  * bench/kernels/malloc realloc with 2 threads, giving them back made the blocks of
  * 2-6 MiB fault in 23 units in 0.5 s, and zeroing their huge pages took 12% of its
- * time. Returns whether a unit was moved. Under the lock. */
+ * time. This thread's kept units go first (unit_foreign). Returns whether a unit was
+ * moved. Under the lock. */
 bool take_kept(size_t u, size_t n)
 {
 	static bool refused; /* (a kernel without MREMAP_DONTUNMAP: before 5.7) */
 	bool moved = false, hugetlb = pg.policy == SP_BACKING_2M || pg.policy == SP_BACKING_1G;
+	unsigned me = malloc_thread_slot();
 	for (size_t i = u; i < u + n; i++) {
 		int32_t c = pg.cache_tail;
+		while (c != NO_UNIT && unit_foreign((size_t)c, me))
+			c = pg.units[c].prev;
+		if (c == NO_UNIT)
+			c = pg.cache_tail;
 		void *out;
 		if (pg.units[i].resident || c == NO_UNIT)
 			continue;
@@ -342,11 +376,13 @@ static bool take_pages(size_t p, size_t np, enum tier t, bool *clean)
 			heap_unit_init(k, got, t);
 		i = e;
 	}
+	unsigned me = malloc_thread_slot();
 	for (size_t i = u0; i < u1; i++) {
 		size_t from, to;
 		unit_part(p, np, i, &from, &to);
 		bits_set(pg.units[i].free, from, to - from, false);
 		set_nfree(&pg.units[i], pg.units[i].nfree - (to - from));
+		pg.units[i].owner = (uint16_t)me;
 		rebucket((int32_t)i);
 	}
 	*clean = fresh;
@@ -370,28 +406,46 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	bool clean = false;
 	if (!s)
 		goto fail;
-	if (t == TIER_BLOCKS && across && (p = best_hole(npages, t)) != SIZE_MAX) {
-		if (!take_pages(p, npages, t, &clean))
-			goto fail;
-		goto placed;
+	bool foreign, kept = false;
+	if (t == TIER_BLOCKS && across && (p = best_hole(npages, t, &foreign)) != SIZE_MAX) {
+		/* (another thread's hole: an empty unit of this one's kept is as good) */
+		kept = foreign && npages <= PAGES_PER_UNIT && own_kept();
+		if (!kept) {
+			if (!take_pages(p, npages, t, &clean))
+				goto fail;
+			goto placed;
+		}
 	}
-	/* Best fit by longest free run: the smallest bucket that can hold the run. */
-	for (unsigned b = npages <= PAGES_PER_UNIT ? bucket_of((unsigned)npages) : NBUCKET;
+	/* Best fit by longest free run: the smallest bucket that can hold the run; in it,
+	 * a unit of this thread's first (unit_foreign). */
+	unsigned me = malloc_thread_slot();
+	for (unsigned b = npages <= PAGES_PER_UNIT && !kept ? bucket_of((unsigned)npages) : NBUCKET;
 	     b < NBUCKET && u == NO_UNIT; b++) {
+		size_t other_at = PAGES_PER_UNIT;
+		int32_t other = NO_UNIT;
 		for (int32_t c = pg.bucket_head[t][b]; c != NO_UNIT; c = pg.units[c].next) {
 			if (pg.units[c].longest < npages)
 				continue;
 			at = bits_find_run_phase(pg.units[c].free, PAGES_PER_UNIT, npages, align, 0);
-			if (at < PAGES_PER_UNIT) {
+			if (at < PAGES_PER_UNIT && !unit_foreign((size_t)c, me)) {
 				u = c;
 				break;
 			}
+			if (at < PAGES_PER_UNIT && other == NO_UNIT) {
+				other = c;
+				other_at = at;
+			}
+		}
+		if (u == NO_UNIT && other != NO_UNIT) {
+			u = other;
+			at = other_at;
 		}
 	}
 	if (u != NO_UNIT) {
 		struct unit *x = &pg.units[u];
 		bits_set(x->free, at, npages, false);
 		set_nfree(x, x->nfree - npages);
+		x->owner = (uint16_t)me;
 		rebucket(u);
 		p = (size_t)u * PAGES_PER_UNIT + at;
 	} else if (across && (npages > PAGES_PER_UNIT || pg.cache_head == NO_UNIT)) {
@@ -439,6 +493,7 @@ bool free_pages(size_t p0, size_t n, struct release *rel)
 	struct unit *x = &pg.units[u];
 	bits_set(x->free, p0 % PAGES_PER_UNIT, n, true);
 	set_nfree(x, x->nfree + n);
+	x->owner = (uint16_t)malloc_thread_slot();
 	if (x->mapping)
 		return mapping_unit_freed(u, rel);
 	if (x->nfree < PAGES_PER_UNIT) {
@@ -459,12 +514,14 @@ static bool free_run(size_t p, size_t n, struct release *rel)
 	if (u1 - u0 == 1)
 		return free_pages(p, n, rel);
 	size_t e0 = SIZE_MAX, e1 = 0; /* the emptied units: the run covered those between */
+	unsigned me = malloc_thread_slot();
 	for (size_t u = u0; u < u1; u++) {
 		struct unit *x = &pg.units[u];
 		size_t from, to;
 		unit_part(p, n, u, &from, &to);
 		bits_set(x->free, from, to - from, true);
 		set_nfree(x, x->nfree + (to - from));
+		x->owner = (uint16_t)me;
 		if (x->nfree < PAGES_PER_UNIT) {
 			rebucket((int32_t)u);
 			continue;

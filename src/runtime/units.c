@@ -148,6 +148,7 @@ void heap_unit_init(size_t u, enum sp_backing got, enum tier t)
 	pg.unit_free_pages += PAGES_PER_UNIT;
 	memset(x->free, 0xff, sizeof x->free);
 	x->bucket = NO_BUCKET;
+	x->owner = (uint16_t)malloc_thread_slot();
 	pg.heap_units++;
 	count_units(got, 1);
 }
