@@ -226,16 +226,26 @@ static inline unsigned page_info(uintptr_t a)
 	return __atomic_load_n(&heap_hot.pageinfo[pg], __ATOMIC_ACQUIRE);
 }
 
+/* What small_check says of a pointer it refuses; out of line, so that the check needs
+ * no frame of its own. */
+static __attribute__((noinline, cold)) void small_refused(const void *p, const char *fn, bool inside)
+{
+	if (inside)
+		rt_abort("%s(): invalid pointer %p (inside a block)", fn, p);
+	rt_abort("%s(): %s of %p", fn, fn[0] == 'f' ? "double free" : "a freed block", p);
+}
+
 /* Aborts unless p, on a page of the given info, is a small object that is not free:
- * its class and place checked from the class's table, the span not touched. */
+ * its class and place checked from the class's table, the span not touched. (The
+ * offset is a multiple of the size iff off * divisor < divisor, heap.h.) */
 static inline void small_check(unsigned info, void *p, const char *fn)
 {
 	const struct class_info *ci = &class_info[(info >> 8) - 1];
 	uint32_t off = (info & 0xff) << PAGE_SHIFT | ((uintptr_t)p & (PAGE_SIZE - 1));
-	if (__builtin_expect(off * ci->divisor > ci->divisor - 1 || off >= ci->limit, 0))
-		rt_abort("%s(): invalid pointer %p (inside a block)", fn, p);
-	if (__builtin_expect(((uintptr_t *)p)[1] == free_mark(p), 0))
-		rt_abort("%s(): %s of %p", fn, fn[0] == 'f' ? "double free" : "a freed block", p);
+	if (__builtin_expect(off * ci->divisor >= ci->divisor || off >= ci->limit, 0))
+		small_refused(p, fn, true);
+	else if (__builtin_expect(((uintptr_t *)p)[1] == free_mark(p), 0))
+		small_refused(p, fn, false);
 }
 
 /* Frees a small object given its page's info. */
