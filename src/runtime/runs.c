@@ -54,11 +54,11 @@ static int32_t cache_pick(bool spare, unsigned me)
 	return any;
 }
 
-/* Whether an empty unit is kept resident that was this thread's. */
-static bool own_kept(void)
+/* Whether an empty unit is kept resident that was not another thread's than me's. */
+static bool own_kept(unsigned me)
 {
-	int32_t u = cache_pick(false, malloc_thread_slot());
-	return u != NO_UNIT && !unit_foreign((size_t)u, malloc_thread_slot());
+	int32_t u = cache_pick(false, me);
+	return u != NO_UNIT && !unit_foreign((size_t)u, me);
 }
 
 /* A FREE unit for the page heap's runs of tier t: a resident empty one first (no new
@@ -376,13 +376,11 @@ static bool take_pages(size_t p, size_t np, enum tier t, bool *clean)
 			heap_unit_init(k, got, t);
 		i = e;
 	}
-	unsigned me = malloc_thread_slot();
 	for (size_t i = u0; i < u1; i++) {
 		size_t from, to;
 		unit_part(p, np, i, &from, &to);
 		bits_set(pg.units[i].free, from, to - from, false);
 		set_nfree(&pg.units[i], pg.units[i].nfree - (to - from));
-		pg.units[i].owner = (uint16_t)me;
 		rebucket((int32_t)i);
 	}
 	*clean = fresh;
@@ -406,10 +404,11 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	bool clean = false;
 	if (!s)
 		goto fail;
+	unsigned me = malloc_thread_slot();
 	bool foreign, kept = false;
 	if (t == TIER_BLOCKS && across && (p = best_hole(npages, t, &foreign)) != SIZE_MAX) {
 		/* (another thread's hole: an empty unit of this one's kept is as good) */
-		kept = foreign && npages <= PAGES_PER_UNIT && own_kept();
+		kept = foreign && npages <= PAGES_PER_UNIT && own_kept(me);
 		if (!kept) {
 			if (!take_pages(p, npages, t, &clean))
 				goto fail;
@@ -418,7 +417,6 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	}
 	/* Best fit by longest free run: the smallest bucket that can hold the run; in it,
 	 * a unit of this thread's first (unit_foreign). */
-	unsigned me = malloc_thread_slot();
 	for (unsigned b = npages <= PAGES_PER_UNIT && !kept ? bucket_of((unsigned)npages) : NBUCKET;
 	     b < NBUCKET && u == NO_UNIT; b++) {
 		size_t other_at = PAGES_PER_UNIT;
@@ -445,7 +443,6 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		struct unit *x = &pg.units[u];
 		bits_set(x->free, at, npages, false);
 		set_nfree(x, x->nfree - npages);
-		x->owner = (uint16_t)me;
 		rebucket(u);
 		p = (size_t)u * PAGES_PER_UNIT + at;
 	} else if (across && (npages > PAGES_PER_UNIT || pg.cache_head == NO_UNIT)) {
@@ -493,7 +490,6 @@ bool free_pages(size_t p0, size_t n, struct release *rel)
 	struct unit *x = &pg.units[u];
 	bits_set(x->free, p0 % PAGES_PER_UNIT, n, true);
 	set_nfree(x, x->nfree + n);
-	x->owner = (uint16_t)malloc_thread_slot();
 	if (x->mapping)
 		return mapping_unit_freed(u, rel);
 	if (x->nfree < PAGES_PER_UNIT) {
@@ -514,14 +510,12 @@ static bool free_run(size_t p, size_t n, struct release *rel)
 	if (u1 - u0 == 1)
 		return free_pages(p, n, rel);
 	size_t e0 = SIZE_MAX, e1 = 0; /* the emptied units: the run covered those between */
-	unsigned me = malloc_thread_slot();
 	for (size_t u = u0; u < u1; u++) {
 		struct unit *x = &pg.units[u];
 		size_t from, to;
 		unit_part(p, n, u, &from, &to);
 		bits_set(x->free, from, to - from, true);
 		set_nfree(x, x->nfree + (to - from));
-		x->owner = (uint16_t)me;
 		if (x->nfree < PAGES_PER_UNIT) {
 			rebucket((int32_t)u);
 			continue;

@@ -116,7 +116,8 @@ void count_units(enum sp_backing b, long n)
 		atomic_store(&pg.promote_pending, true);
 }
 
-/* Sets the count of free pages of a HEAP unit, keeping the totals of them. */
+/* Sets the count of free pages of a HEAP unit, keeping the totals of them: the calling
+ * thread took or freed some, and is the unit's owner (unit_foreign). */
 void set_nfree(struct unit *x, size_t n)
 {
 	if (!x->mapping) {
@@ -124,6 +125,7 @@ void set_nfree(struct unit *x, size_t n)
 		pg.full_units += (size_t)(n == 0) - (size_t)(x->nfree == 0);
 	}
 	x->nfree = (uint16_t)n;
+	x->owner = (uint16_t)malloc_thread_slot();
 }
 
 /* A HEAP unit of the heap's own is empty and leaves it. */
@@ -148,7 +150,6 @@ void heap_unit_init(size_t u, enum sp_backing got, enum tier t)
 	pg.unit_free_pages += PAGES_PER_UNIT;
 	memset(x->free, 0xff, sizeof x->free);
 	x->bucket = NO_BUCKET;
-	x->owner = (uint16_t)malloc_thread_slot();
 	pg.heap_units++;
 	count_units(got, 1);
 }
