@@ -74,12 +74,13 @@ static void list_del(struct spanlist *l, struct span *s)
 	l->n--;
 }
 
-/* Sets the page info of a span's pages (heap.h): mark | index, or 0 with mark 0. */
-static void span_mark(struct span *s, uint16_t mark)
+/* Sets the page info of a small span's pages (heap.h), or clears it. */
+static void span_mark(struct span *s, bool on)
 {
-	uint16_t *info = &heap_hot.pageinfo[(s->start - heap_hot.base) >> PAGE_SHIFT];
+	uint64_t *info = &heap_hot.pageinfo[(s->start - heap_hot.base) >> PAGE_SHIFT];
+	uint64_t v = on ? small_info(s->cls, s->start - ((uintptr_t)s->first << PAGE_SHIFT)) : 0;
 	for (size_t i = 0; i < s->npages; i++)
-		__atomic_store_n(&info[i], (uint16_t)(mark ? mark | (s->first + i) : 0), __ATOMIC_RELEASE);
+		__atomic_store_n(&info[i], v, __ATOMIC_RELEASE);
 }
 
 /* A new span of the class, np pages of it (at most class_pages): a thread's first
@@ -97,10 +98,10 @@ static struct span *new_small_span(unsigned cls, unsigned np)
 	s->cls = (uint8_t)cls;
 	s->first = (uint8_t)(whole - np);
 	s->bump = origin + (skip + size - 1) / size * size;
-	s->end = origin + class_info[cls].limit;
+	s->end = origin + class_limit(cls);
 	s->freelist = NULL;
 	s->used = 0;
-	span_mark(s, (uint16_t)((cls + 1) << 8));
+	span_mark(s, true);
 	return s;
 }
 
@@ -111,7 +112,7 @@ static void small_spans_free(struct span *list)
 	while (list) {
 		struct span *s = list;
 		list = s->next;
-		span_mark(s, 0);
+		span_mark(s, false);
 		pages_free(s);
 	}
 }

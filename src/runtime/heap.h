@@ -42,13 +42,15 @@ static inline uintptr_t page_up(uintptr_t a) { return (a + PAGE_SIZE - 1) & ~(PA
 /* What free checks a pointer with, per class: its size, the bytes of a span's
  * objects (count * size), and ~0 / size + 1, with which an offset off < 2^32 in a
  * span is a multiple of size iff off * divisor <= divisor - 1 (mod 2^64: Lemire,
- * Kaser and Kurz, "Faster remainder by direct computation", 2019). */
+ * Kaser and Kurz, "Faster remainder by direct computation", 2019). Class c's is
+ * class_info[1 + c]; class_info[0] is no class's, all zero: no offset passes it
+ * (a page of no small span names it, free's page info below). */
 struct class_info {
 	uint64_t divisor;
 	uint32_t size;
 	uint32_t limit;
 };
-extern struct class_info class_info[NCLASS];
+extern struct class_info class_info[1 + NCLASS];
 extern unsigned char class_npages[NCLASS];
 extern unsigned char class_first_npages[NCLASS];
 extern unsigned char class_batches[NCLASS];
@@ -64,7 +66,9 @@ static inline unsigned class_of(size_t size)
 		return class_by_16[(size + 15) >> 4];
 	return class_by_32[(size + 31) >> 5];
 }
-static inline size_t class_size(unsigned c) { return class_info[c].size; }
+static inline size_t class_size(unsigned c) { return class_info[1 + c].size; }
+/* The bytes of the objects of a whole span of the class, from its start. */
+static inline size_t class_limit(unsigned c) { return class_info[1 + c].limit; }
 /* Pages in one span of the class. */
 static inline unsigned class_pages(unsigned c) { return class_npages[c]; }
 /* Pages in a thread's first span of the class, which holds two objects or more: the
@@ -221,14 +225,13 @@ int pages_hugetlb_try(const struct sp_rung_ask *ask, uintptr_t at, size_t len, b
  * claimed so far): everything in it is the heap's. */
 void pages_range(uintptr_t *lo, uintptr_t *hi);
 /* What every free reads, on one line: the range's start, how many of its pages are
- * writable (it grows), the page info (per page of the range: for a page
- * of a SPAN_SMALL span, (1 + class) << 8 | the page's index in its span; 0
- * otherwise; set and cleared by central.c, read by free without touching the span),
- * and the key that marks a free object (malloc.c). */
+ * writable (it grows), the page info (per page of the range, small_info() for a
+ * page of a SPAN_SMALL span, 0 otherwise; set and cleared by central.c, read by free
+ * without touching the span), and the key that marks a free object (malloc.c). */
 struct heap_hot {
 	uintptr_t base;
 	size_t top_pages;
-	uint16_t *pageinfo;
+	uint64_t *pageinfo;
 	uintptr_t free_key;
 	_Atomic(struct span *) *pagemap; /* per page of the range: its span (range.c) */
 } __attribute__((aligned(64)));
@@ -242,6 +245,40 @@ extern struct heap_hot heap_hot;
 static inline uintptr_t free_mark(const void *p)
 {
 	return heap_hot.free_key ^ (uintptr_t)p;
+}
+
+/* The page info of a page of a small span of class cls, whose objects lie from
+ * origin (where a whole span of the class starts: a short one is the last pages of a
+ * whole one, central.c). High half: class cls's byte offset in class_info[] (and in
+ * a thread's cache, malloc.c), so that free indexes both with no shift; low half:
+ * the origin's offset in the range, mod 2^32, from which free takes a pointer's
+ * offset in its span with one subtraction. */
+static inline uint64_t small_info(unsigned cls, uintptr_t origin)
+{
+	return (uint64_t)((1 + cls) * sizeof(struct class_info)) << 32 |
+	       (uint32_t)(origin - heap_hot.base);
+}
+
+/* The class a small span's page info names. */
+static inline unsigned info_class(uint64_t info)
+{
+	return (unsigned)((info >> 32) / sizeof(struct class_info)) - 1;
+}
+
+/* The check record of the class a page info names (class_info[0] for 0). */
+static inline const struct class_info *info_check(uint64_t info)
+{
+	return (const struct class_info *)(const void *)((const char *)class_info + (info >> 32));
+}
+
+/* True if the address at offset a in the range (a = address - base) is an object's
+ * start on a page of the given info: a multiple of its class's size from the span's
+ * origin, below the span's objects' end. False on a page of no small span. */
+static inline bool info_fits(uint64_t info, uintptr_t a)
+{
+	const struct class_info *ci = info_check(info);
+	uint32_t off = (uint32_t)a - (uint32_t)info;
+	return (uint64_t)off * ci->divisor < ci->divisor && off < ci->limit;
 }
 
 /* The span on the page of a (which must be one of the range's writable pages). */

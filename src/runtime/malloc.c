@@ -14,17 +14,24 @@
 /* ---------- per-thread caches ---------- */
 
 enum { TC_NEW = 0, TC_LIVE, TC_DEAD };
+/* A class's list in a thread's cache: the objects malloc takes first (the last
+ * freed), at most a batch, and how many more it may take: a batch less what it
+ * holds; 0 in a cache that is not live, whose frees all go the long way. */
+struct tc_list {
+	void *head;
+	uint32_t room;
+};
+_Static_assert(sizeof(struct tc_list) == sizeof(struct class_info),
+	       "a page's info indexes a cache's lists as it indexes class_info");
 struct tcache {
-	/* Per class, the objects malloc takes first (the last freed), at most a batch,
-	 * and a spare batch. A free into a full list makes it the spare (the spare
-	 * before, the coldest objects, goes back to the spans); malloc from an empty
-	 * list takes the spare. So a class whose mallocs and frees balance moves whole
-	 * lists back and forth, and only a run of either reaches the spans. */
-	void *head[NCLASS];
+	/* Class c's list at list[1 + c], as class_info[] (heap.h): free finds both at
+	 * the offset its page's info holds. list[0] is no class's, and never has room.
+	 * Per class also a spare batch: a free into a full list makes it the spare
+	 * (the spare before, the coldest objects, goes back to the spans); malloc from
+	 * an empty list takes the spare. So a class whose mallocs and frees balance
+	 * moves whole lists back and forth, and only a run of either reaches the spans. */
+	struct tc_list list[1 + NCLASS];
 	void *spare[NCLASS];
-	/* How many more objects each head list may take: a batch less what it holds;
-	 * 0 in a cache that is not live, whose frees all go the long way. */
-	uint32_t room[NCLASS];
 	int state;
 	unsigned owner;              /* its slot (1 + index), 0 for none */
 	/* Not yet added to the global counts: added when they reach FLUSH_BYTES or
@@ -97,13 +104,14 @@ static void thread_exit(void *arg)
 {
 	struct tcache *t = arg;
 	for (unsigned c = 0; c < NCLASS; c++) {
-		if (t->head[c])
-			put_back(c, t->head[c], t);
+		struct tc_list *l = &t->list[1 + c];
+		if (l->head)
+			put_back(c, l->head, t);
 		if (t->spare[c])
 			put_back(c, t->spare[c], t);
-		t->head[c] = t->spare[c] = NULL;
+		l->head = t->spare[c] = NULL;
+		l->room = 0;
 	}
-	memset(t->room, 0, sizeof t->room);
 	count_by(t, -(int64_t)fit_cache_flush(true));
 	flush_counts(t, true);
 	t->state = TC_DEAD;
@@ -134,7 +142,7 @@ static inline struct tcache *tc_get(void)
 		return NULL;
 	tc.state = TC_LIVE;
 	for (unsigned c = 0; c < NCLASS; c++)
-		tc.room[c] = class_batch(c);
+		tc.list[1 + c].room = class_batch(c);
 	tc.owner = central_claim();
 	pthread_setspecific(exit_key, &tc);
 	return &tc;
@@ -160,8 +168,8 @@ static __attribute__((noinline)) void *small_refill(unsigned cls)
 	}
 	void *o = list;
 	if (t) {
-		t->head[cls] = *(void **)o;
-		t->room[cls] = class_batch(cls) - (n - 1);
+		t->list[1 + cls].head = *(void **)o;
+		t->list[1 + cls].room = class_batch(cls) - (n - 1);
 		t->d_mallocs++;
 		flush_counts(t, false);
 	} else {
@@ -174,10 +182,11 @@ static __attribute__((noinline)) void *small_refill(unsigned cls)
 /* An object of the class from this thread's cache; NULL if it has none. */
 static inline void *tc_pop(unsigned cls)
 {
-	void *o = tc.head[cls];
+	struct tc_list *l = &tc.list[1 + cls];
+	void *o = l->head;
 	if (__builtin_expect(o != NULL, 1)) {
-		tc.head[cls] = *(void **)o;
-		tc.room[cls]++;
+		l->head = *(void **)o;
+		l->room++;
 		tc.d_mallocs++;
 		((uintptr_t *)o)[1] = 0;
 	}
@@ -200,27 +209,29 @@ static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 		return;
 	}
 	t->d_frees++;
-	if (t->room[cls]) { /* the first free of a thread */
-		*(void **)p = t->head[cls];
-		t->head[cls] = p;
-		t->room[cls]--;
+	struct tc_list *l = &t->list[1 + cls];
+	if (l->room) { /* the first free of a thread */
+		*(void **)p = l->head;
+		l->head = p;
+		l->room--;
 		return;
 	}
 	/* The list is full: it becomes the spare, and the spare goes back. */
 	void *give = t->spare[cls];
-	t->spare[cls] = t->head[cls];
+	t->spare[cls] = l->head;
 	*(void **)p = NULL;
-	t->head[cls] = p;
-	t->room[cls] = class_batch(cls) - 1;
+	l->head = p;
+	l->room = class_batch(cls) - 1;
 	if (give)
 		put_back(cls, give, t);
 	flush_counts(t, false);
 }
 
-/* The info (heap.h) of the page of a, 0 if a is not on a page of a small span. */
-static inline unsigned page_info(uintptr_t a)
+/* The info (heap.h) of the page at offset a in the range (a = address - base), 0 if
+ * it is not a page of a small span. */
+static inline uint64_t page_info(uintptr_t a)
 {
-	size_t pg = (a - heap_hot.base) >> PAGE_SHIFT;
+	size_t pg = a >> PAGE_SHIFT;
 	if (__builtin_expect(pg >= __atomic_load_n(&heap_hot.top_pages, __ATOMIC_RELAXED), 0))
 		return 0;
 	return __atomic_load_n(&heap_hot.pageinfo[pg], __ATOMIC_ACQUIRE);
@@ -235,33 +246,33 @@ static __attribute__((noinline, cold)) void small_refused(const void *p, const c
 	rt_abort("%s(): %s of %p", fn, fn[0] == 'f' ? "double free" : "a freed block", p);
 }
 
-/* Aborts unless p, on a page of the given info, is a small object that is not free:
- * its class and place checked from the class's table, the span not touched. (The
- * offset is a multiple of the size iff off * divisor < divisor, heap.h.) */
-static inline void small_check(unsigned info, void *p, const char *fn)
+/* Aborts unless p, on a page of the given (nonzero) info, is a small object that is
+ * not free: its class and place checked from the class's table, the span not
+ * touched. */
+static inline void small_check(uint64_t info, void *p, const char *fn)
 {
-	const struct class_info *ci = &class_info[(info >> 8) - 1];
-	uint32_t off = (info & 0xff) << PAGE_SHIFT | ((uintptr_t)p & (PAGE_SIZE - 1));
-	if (__builtin_expect(off * ci->divisor >= ci->divisor || off >= ci->limit, 0))
+	if (__builtin_expect(!info_fits(info, (uintptr_t)p - heap_hot.base), 0))
 		small_refused(p, fn, true);
 	else if (__builtin_expect(((uintptr_t *)p)[1] == free_mark(p), 0))
 		small_refused(p, fn, false);
 }
 
-/* Frees a small object given its page's info. */
-static inline void small_free(unsigned info, void *p)
+/* Frees small object p (info_fits() it) given its page's info: into the cache's list
+ * at the offset the info holds. */
+static inline void small_free(uint64_t info, void *p)
 {
-	unsigned cls = (info >> 8) - 1;
-	small_check(info, p, "free");
+	if (__builtin_expect(((uintptr_t *)p)[1] == free_mark(p), 0))
+		small_refused(p, "free", false);
 	((uintptr_t *)p)[1] = free_mark(p);
-	if (__builtin_expect(tc.room[cls] != 0, 1)) {
-		*(void **)p = tc.head[cls];
-		tc.head[cls] = p;
-		tc.room[cls]--;
+	struct tc_list *l = (struct tc_list *)(void *)((char *)tc.list + (info >> 32));
+	if (__builtin_expect(l->room != 0, 1)) {
+		*(void **)p = l->head;
+		l->head = p;
+		l->room--;
 		tc.d_frees++;
 		return;
 	}
-	small_free_slow(cls, p);
+	small_free_slow(info_class(info), p);
 }
 
 /* ---------- the entry points ---------- */
@@ -394,7 +405,10 @@ static __attribute__((noinline)) void big_free(void *p)
 	if (!s)
 		return;
 	if (s->kind == SPAN_SMALL) {
-		small_free((s->cls + 1u) << 8 | (s->first + (unsigned)(((uintptr_t)p - s->start) >> PAGE_SHIFT)), p);
+		uint64_t info = small_info(s->cls, s->start - ((uintptr_t)s->first << PAGE_SHIFT));
+		if (!info_fits(info, (uintptr_t)p - heap_hot.base))
+			small_refused(p, "free", true);
+		small_free(info, p);
 		return;
 	}
 	if (s->kind == SPAN_FIT) {
@@ -405,16 +419,29 @@ static __attribute__((noinline)) void big_free(void *p)
 	pages_free(s);
 }
 
-void rt_free(void *p)
+/* A free that is not of a small object in its place: a block (or NULL, or a pointer
+ * from outside), or a pointer on a small span's page that is no object there. */
+static __attribute__((noinline)) void free_other(void *p)
 {
-	/* The common case in a few loads: a small object on a page of the heap. */
-	unsigned info = page_info((uintptr_t)p);
-	if (__builtin_expect(info != 0, 1)) {
-		small_free(info, p);
-		return;
-	}
+	if (page_info((uintptr_t)p - heap_hot.base))
+		small_refused(p, "free", true);
 	if (p)
 		big_free(p);
+}
+
+void rt_free(void *p)
+{
+	/* The common case in a few loads: a small object on a page of the heap, checked
+	 * to be one from its page's info. */
+	uintptr_t a = (uintptr_t)p - heap_hot.base;
+	if (__builtin_expect((a >> PAGE_SHIFT) < __atomic_load_n(&heap_hot.top_pages, __ATOMIC_RELAXED), 1)) {
+		uint64_t info = __atomic_load_n(&heap_hot.pageinfo[a >> PAGE_SHIFT], __ATOMIC_ACQUIRE);
+		if (__builtin_expect(info_fits(info, a), 1)) {
+			small_free(info, p);
+			return;
+		}
+	}
+	free_other(p);
 }
 
 void *rt_calloc(size_t n, size_t size)
@@ -463,10 +490,10 @@ void *rt_realloc(void *p, size_t size)
 	}
 	size_t have;
 	struct span *s = NULL;
-	unsigned info = page_info((uintptr_t)p);
+	uint64_t info = page_info((uintptr_t)p - heap_hot.base);
 	if (info) {
 		small_check(info, p, "realloc");
-		have = class_size((info >> 8) - 1);
+		have = class_size(info_class(info));
 	} else {
 		s = heap_span(p);
 		if (!s) {

@@ -47,7 +47,7 @@ int range_grow(size_t need_units)
 	if (r < 0)
 		return r;
 	size_t add = want - pg.frontier;
-	/* One page of pagemap per unit: 512 pointers; and 1 KiB of page info. */
+	/* One page of pagemap per unit: 512 pointers; and one of page info. */
 	r = sp_os->mprotect((char *)heap_hot.pagemap + pg.frontier * PAGE_SIZE, add * PAGE_SIZE,
 			    PROT_READ | PROT_WRITE);
 	uintptr_t i0 = (uintptr_t)(heap_hot.pageinfo + pg.frontier * PAGES_PER_UNIT) & ~(PAGE_SIZE - 1);
@@ -192,7 +192,7 @@ int pages_init(const struct sp_options *o)
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
 		return -ENOMEM;
 	heap_hot.pagemap = m;
-	heap_hot.pageinfo = (uint16_t *)(void *)((char *)m + pg.max_units * PAGE_SIZE);
+	heap_hot.pageinfo = (uint64_t *)(void *)((char *)m + pg.max_units * PAGE_SIZE);
 	heap_hot.base = pg.base;
 	pg.end = pg.lazy ? pg.base : pg.base + (pg.max_units << UNIT_SHIFT);
 	for (int t = 0; t < NTIER; t++)

@@ -8,7 +8,7 @@
 #include "heap.h"
 
 /* The tables heap.h's inline lookups read (set once, before the first malloc). */
-struct class_info class_info[NCLASS];
+struct class_info class_info[1 + NCLASS];
 unsigned char class_npages[NCLASS];
 unsigned char class_first_npages[NCLASS];
 unsigned char class_batches[NCLASS];
@@ -43,16 +43,17 @@ void classes_init(void)
 				best = k;
 		}
 		class_npages[c] = (unsigned char)best;
-		class_info[c].size = (uint32_t)s;
-		class_info[c].divisor = UINT64_MAX / s + 1;
-		class_info[c].limit = (uint32_t)(best * PAGE_SIZE / s * s);
+		struct class_info *ci = &class_info[1 + c];
+		ci->size = (uint32_t)s;
+		ci->divisor = UINT64_MAX / s + 1;
+		ci->limit = (uint32_t)(best * PAGE_SIZE / s * s);
 		/* A thread's first span of a class is the fewest last pages of a whole
 		 * span that hold two objects: most programs use a few objects of many
 		 * classes, and whole spans of 16 KiB or more for each of ~100 classes
 		 * took 3.2 MiB for 145 KiB of the sweep's mixed heap. */
 		size_t k = 1;
 		while (k < best &&
-		       class_info[c].limit / s - ((best - k) * PAGE_SIZE + s - 1) / s < 2)
+		       ci->limit / s - ((best - k) * PAGE_SIZE + s - 1) / s < 2)
 			k++;
 		class_first_npages[c] = (unsigned char)k;
 		/* A batch is 8 KiB of objects, 2 to 128 of them; a thread holds at most two
@@ -66,14 +67,14 @@ void classes_init(void)
 	unsigned c = 0;
 	for (size_t i = 0; i <= CLASS_FINE_MAX >> 4; i++) {
 		size_t s = i << 4;
-		while (class_info[c].size < s)
+		while (class_size(c) < s)
 			c++;
 		class_by_16[i] = (unsigned char)c;
 	}
 	c = 0;
 	for (size_t i = 0; i <= SMALL_MAX >> 5; i++) {
 		size_t s = i << 5;
-		while (class_info[c].size < s)
+		while (class_size(c) < s)
 			c++;
 		class_by_32[i] = (unsigned char)c;
 	}

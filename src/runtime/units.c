@@ -207,11 +207,11 @@ static bool small_span_ok(const struct span *s)
 	if (s->first && class_span_pages(c, k) != s->npages)
 		return false;
 	uintptr_t origin = s->start - ((uintptr_t)s->first << PAGE_SHIFT);
-	if (s->end != origin + class_info[c].limit || s->bump > s->end)
+	if (s->end != origin + class_limit(c) || s->bump > s->end)
 		return false;
-	const uint16_t *info = &heap_hot.pageinfo[page_of(s->start)];
+	const uint64_t *info = &heap_hot.pageinfo[page_of(s->start)];
 	for (size_t i = 0; i < s->npages; i++)
-		if (__atomic_load_n(&info[i], __ATOMIC_RELAXED) != ((c + 1) << 8 | (s->first + i)))
+		if (__atomic_load_n(&info[i], __ATOMIC_RELAXED) != small_info(c, origin))
 			return false;
 	return true;
 }

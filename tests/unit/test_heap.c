@@ -76,15 +76,29 @@ static void test_size_classes(void)
 		if (c >= NCLASS || class_size(c) < n || (c > 0 && class_size(c - 1) >= n))
 			bad_class++;
 	}
+	/* free's check from a page's info: a span's origin anywhere, its offset in the
+	 * range wrapping past 2^32 too; and a page of no small span passes nothing */
+	const uintptr_t origins[] = { heap_hot.base + PAGE_SIZE, heap_hot.base + (1ull << 32) - PAGE_SIZE };
+	int bad_info = 0;
 	for (unsigned c = 0; c < NCLASS; c++) {
-		const struct class_info *ci = &class_info[c];
+		const struct class_info *ci = &class_info[1 + c];
 		if (ci->size % 16 || ci->limit % ci->size || ci->limit > class_pages(c) * PAGE_SIZE)
 			bad_class++;
 		for (uint32_t off = 0; off < class_pages(c) * PAGE_SIZE; off++)
 			bad_check += (off * ci->divisor <= ci->divisor - 1) != (off % ci->size == 0);
+		for (unsigned i = 0; i < sizeof origins / sizeof *origins; i++) {
+			uint64_t info = small_info(c, origins[i]);
+			bad_info += info_class(info) != c || info_check(info) != ci;
+			for (uint32_t off = 0; off < class_pages(c) * PAGE_SIZE + 64; off += 8) {
+				uintptr_t a = origins[i] - heap_hot.base + off;
+				bad_info += info_fits(info, a) != (off % ci->size == 0 && off < ci->limit);
+				bad_info += info_fits(0, a);
+			}
+		}
 	}
 	CHECK_EQ(bad_class, 0);
 	CHECK_EQ(bad_check, 0);
+	CHECK_EQ(bad_info, 0);
 }
 
 static void test_errno_kept(void)
