@@ -187,25 +187,29 @@ static bool freed_mark(const void *p)
 	return ((const uintptr_t *)p)[1] == free_mark(p);
 }
 
-void *fit_alloc(size_t size, unsigned slot, size_t *fresh)
+void *fit_cached(size_t size)
 {
 	uint64_t g = (size + GRAIN - 1) >> GRAIN_SHIFT;
 	struct fit_cache *fc = &cache;
 	unsigned k = cache_class(g);
 	int way = cache_pick(fc->grains[k], g);
-	if (way >= 0) {
-		unsigned i = (unsigned)way & (CACHE_WAYS - 1);
-		k += (unsigned)way / CACHE_WAYS;
-		void *p = fc->blk[k][i];
-		unsigned last = --fc->n[k];
-		fc->bytes -= (uint64_t)fc->grains[k][i] << GRAIN_SHIFT;
-		fc->blk[k][i] = fc->blk[k][last];
-		fc->grains[k][i] = fc->grains[k][last];
-		fc->grains[k][last] = 0;
-		((uintptr_t *)p)[1] = 0;
-		*fresh = 0;
-		return p;
-	}
+	if (way < 0)
+		return NULL;
+	unsigned i = (unsigned)way & (CACHE_WAYS - 1);
+	k += (unsigned)way / CACHE_WAYS;
+	void *p = fc->blk[k][i];
+	unsigned last = --fc->n[k];
+	fc->bytes -= (uint64_t)fc->grains[k][i] << GRAIN_SHIFT;
+	fc->blk[k][i] = fc->blk[k][last];
+	fc->grains[k][i] = fc->grains[k][last];
+	fc->grains[k][last] = 0;
+	((uintptr_t *)p)[1] = 0;
+	return p;
+}
+
+void *fit_alloc(size_t size, unsigned slot, size_t *fresh)
+{
+	uint64_t g = (size + GRAIN - 1) >> GRAIN_SHIFT;
 	struct fit_arena *a = &fit_arenas[slot % FIT_ARENAS];
 	void *p = NULL;
 	pthread_mutex_lock(&a->lock);

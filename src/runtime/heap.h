@@ -383,9 +383,11 @@ static inline bool fit_keeps(size_t have, size_t size)
 }
 /* Sets up the arenas (once, before the first malloc). */
 void fit_init(void);
-/* A block of size bytes (fit_size): from the thread's cache, or from the arena of
- * thread slot `slot`; *fresh: the bytes it took out of the arena (0 from the cache).
- * NULL if out of memory. */
+/* A block of size bytes (fit_size) from the thread's cache, with no lock; NULL if
+ * the cache holds none that fits. */
+void *fit_cached(size_t size);
+/* A block of size bytes (fit_size) from the arena of thread slot `slot`; *fresh: the
+ * bytes it took out of the arena. NULL if out of memory. */
 void *fit_alloc(size_t size, unsigned slot, size_t *fresh);
 /* Frees p of the chunk span s (aborts if p is not a block in use) into the thread's
  * cache, or back to its arena: the bytes given back to the arena. */

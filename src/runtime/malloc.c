@@ -321,14 +321,24 @@ static void *big_alloc(size_t size, size_t align, bool *clean, bool whole)
 }
 
 /* A block above FIT_MIN and below FIT_MAX, fitted to 64 bytes (fit.c), from the
- * thread's cache or the arena of its slot. */
-static void *fit_block(size_t size)
+ * arena of the thread's slot (its cache had none). */
+static void *fit_arena_block(size_t size)
 {
 	size_t fresh;
 	struct tcache *t = tc_get();
 	void *p = fit_alloc(size, t && t->owner ? t->owner - 1 : 0, &fresh);
 	if (p)
 		count_call(t, true, (int64_t)fresh);
+	return p;
+}
+
+/* A fitted block from the thread's cache, else from the arena. */
+static void *fit_block(size_t size)
+{
+	void *p = fit_cached(size);
+	if (!p)
+		return fit_arena_block(size);
+	count_call(tc_get(), true, 0);
 	return p;
 }
 
@@ -347,8 +357,18 @@ static void *alloc(size_t size, bool *clean)
 
 static __attribute__((noinline)) void *malloc_slow(size_t size)
 {
-	/* (A live cache: the heap serves, no need to ask rt_init.) */
-	void *p = fit_size(size) && tc.state == TC_LIVE ? fit_block(size) : alloc(size, NULL);
+	void *p;
+	if (fit_size(size) && tc.state == TC_LIVE) {
+		/* (A live cache: the heap serves, no need to ask rt_init; a cached block
+		 * was counted out of the heap when it was first given out.) */
+		if ((p = fit_cached(size))) {
+			tc.d_mallocs++;
+			return p;
+		}
+		p = fit_arena_block(size);
+	} else {
+		p = alloc(size, NULL);
+	}
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -412,7 +432,11 @@ static __attribute__((noinline)) void big_free(void *p)
 		return;
 	}
 	if (s->kind == SPAN_FIT) {
-		count_call(tc_get(), false, -(int64_t)fit_free(s, p));
+		size_t back = fit_free(s, p);
+		if (back || tc.state != TC_LIVE)
+			count_call(tc_get(), false, -(int64_t)back);
+		else /* (into the thread's cache: still out of the heap) */
+			tc.d_frees++;
 		return;
 	}
 	count_call(tc_get(), false, -(int64_t)span_usable(s));
@@ -420,10 +444,10 @@ static __attribute__((noinline)) void big_free(void *p)
 }
 
 /* A free that is not of a small object in its place: a block (or NULL, or a pointer
- * from outside), or a pointer on a small span's page that is no object there. */
-static __attribute__((noinline)) void free_other(void *p)
+ * from outside), or a pointer on a small span's page (info) that is no object there. */
+static __attribute__((noinline)) void free_other(void *p, uint64_t info)
 {
-	if (page_info((uintptr_t)p - heap_hot.base))
+	if (info)
 		small_refused(p, "free", true);
 	if (p)
 		big_free(p);
@@ -434,14 +458,15 @@ void rt_free(void *p)
 	/* The common case in a few loads: a small object on a page of the heap, checked
 	 * to be one from its page's info. */
 	uintptr_t a = (uintptr_t)p - heap_hot.base;
+	uint64_t info = 0;
 	if (__builtin_expect((a >> PAGE_SHIFT) < __atomic_load_n(&heap_hot.top_pages, __ATOMIC_RELAXED), 1)) {
-		uint64_t info = __atomic_load_n(&heap_hot.pageinfo[a >> PAGE_SHIFT], __ATOMIC_ACQUIRE);
+		info = __atomic_load_n(&heap_hot.pageinfo[a >> PAGE_SHIFT], __ATOMIC_ACQUIRE);
 		if (__builtin_expect(info_fits(info, a), 1)) {
 			small_free(info, p);
 			return;
 		}
 	}
-	free_other(p);
+	free_other(p, info);
 }
 
 void *rt_calloc(size_t n, size_t size)
