@@ -107,21 +107,39 @@ int range_advice(void)
 	return MADV_HUGEPAGE;
 }
 
-/* Whether auto's heap, on base pages still and of DENSE_UNITS or more, has so few of
- * its units' pages not resident (an eighth) that THP costs it little more memory than
- * it has (units.h). Looks at most every DENSE_NS; without the lock (the units' states
- * are read under it). */
-static bool heap_dense(void)
+/* Whether auto's heap, on base pages still and of DENSE_UNITS or more (units of it
+ * now), has so few of its units' pages not resident (an eighth) that THP costs it
+ * little more memory than it has (units.h). Looks at most every DENSE_NS, and at
+ * once when the heap has more units than it had when it last looked: then the pages
+ * the page heap has not given out are not counted, for the unit just taken is mostly
+ * such, and a heap that grows fills it. Without the lock (the units' states are read
+ * under it). */
+static bool heap_dense(size_t units)
 {
-	uint64_t now = sp_os->now_ns(), at = atomic_load_explicit(&pg.dense_at, memory_order_relaxed);
-	if (now - at < DENSE_NS || !sp_os->mincore ||
-	    !atomic_compare_exchange_strong(&pg.dense_at, &at, now))
+	if (!sp_os->mincore)
 		return false;
+	/* (A look on growth leaves the next timed one where it was; each kind is
+	 * claimed by one thread at a time, and the promotion happens once.) */
+	size_t seen = atomic_load_explicit(&pg.dense_units, memory_order_relaxed);
+	bool grown = units > seen && atomic_compare_exchange_strong(&pg.dense_units, &seen, units);
+	if (!grown) {
+		uint64_t now = sp_os->now_ns(), at = atomic_load_explicit(&pg.dense_at, memory_order_relaxed);
+		if (now - at < DENSE_NS || !atomic_compare_exchange_strong(&pg.dense_at, &at, now))
+			return false;
+	}
 	size_t in[PROMOTE_UNITS], n = 0;
+	uint64_t idle[PROMOTE_UNITS][PAGES_PER_UNIT / 64]; /* pages not counted */
 	pthread_mutex_lock(&pg.lock);
-	for (size_t u = 0; u < pg.frontier && n < PROMOTE_UNITS; u++)
-		if ((pg.units[u].state == U_HEAP && !pg.units[u].mapping) || pg.units[u].state == U_LARGE)
+	for (size_t u = 0; u < pg.frontier && n < PROMOTE_UNITS; u++) {
+		const struct unit *x = &pg.units[u];
+		if ((x->state == U_HEAP && !x->mapping) || x->state == U_LARGE) {
+			if (grown && x->state == U_HEAP)
+				memcpy(idle[n], x->free, sizeof idle[n]);
+			else
+				memset(idle[n], 0, sizeof idle[n]);
 			in[n++] = u;
+		}
+	}
 	pthread_mutex_unlock(&pg.lock);
 	if (n < DENSE_UNITS)
 		return false;
@@ -132,7 +150,7 @@ static bool heap_dense(void)
 		if (sp_os->mincore((void *)unit_addr(in[i]), UNIT_SIZE, vec) < 0)
 			return false;
 		for (size_t p = 0; p < PAGES_PER_UNIT; p++)
-			absent += !(vec[p] & 1);
+			absent += !(vec[p] & 1) && !(idle[i][p / 64] >> (p % 64) & 1);
 		if (absent * 8 > n * PAGES_PER_UNIT)
 			return false;
 	}
@@ -146,9 +164,10 @@ static bool heap_dense(void)
  * comes by. Runs after an allocation, without the lock. */
 void maybe_promote(void)
 {
+	size_t units = __atomic_load_n(&pg.st.units[SP_BACKING_4K], __ATOMIC_RELAXED);
 	if (pg.small_first && !atomic_load_explicit(&pg.promoted, memory_order_relaxed) &&
 	    !atomic_load_explicit(&pg.promote_pending, memory_order_relaxed) &&
-	    __atomic_load_n(&pg.st.units[SP_BACKING_4K], __ATOMIC_RELAXED) >= DENSE_UNITS && heap_dense())
+	    units >= DENSE_UNITS && heap_dense(units))
 		atomic_store(&pg.promote_pending, true);
 	if (!atomic_exchange(&pg.promote_pending, false) || atomic_exchange(&pg.promoted, true))
 		return;
@@ -166,10 +185,15 @@ void maybe_promote(void)
 		}
 	}
 	pthread_mutex_unlock(&pg.lock);
-	/* Advisory: a unit freed meanwhile is collapsed for nothing, never harmed. */
+	/* Advisory: a unit freed meanwhile is collapsed for nothing, never harmed. A
+	 * collapse the kernel could not do at once (EAGAIN: a page was busy, as another
+	 * thread's fault there) is tried twice more, or the unit stayed on base pages
+	 * until khugepaged came by: 2 of the 7 units of the mixed kernel on 2 threads. */
 	for (size_t u = 0; u < top; u++)
 		if (pg.units[u].state == U_HEAP || pg.units[u].state == U_LARGE)
-			sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, MADV_COLLAPSE);
+			for (int k = 0; k < 3 && sp_os->madvise((void *)unit_addr(u), UNIT_SIZE,
+								 MADV_COLLAPSE) == -EAGAIN; k++)
+				;
 }
 
 /* Units [from, to) become read-write memory of the range, with its advice: made so
