@@ -127,10 +127,12 @@ _Static_assert(FIT_MAX <= (1ul << (11 + GRAIN_SHIFT)) && (11 - 6) * 8 + 1 < CACH
 _Static_assert((FIT_MAX >> GRAIN_SHIFT) + (FIT_MAX >> GRAIN_SHIFT) / 8 + 1 < INT16_MAX,
 	       "a fitted block's grains, and an eighth more, are a 16-bit lane");
 #define CACHE_WAYS 8
-/* (4 MiB sent a third as many of bench/kernels/malloc mixed's fitted mallocs to the
- * arena, 4.6% against 12%, and ran it 1.11x as fast; but a thread may hold all of it
- * while others need memory, so every thread would pay twice as much for it) */
-#define CACHE_BYTES ((uint64_t)2 << 20)
+/* (bench/kernels/malloc mixed's fitted mallocs that missed the cache and went to the
+ * arena: 12% with 2 MiB, where nearly every freed block that did not stay in the
+ * cache found it full of bytes; 5.9% with 3 MiB, which ran it 1.015x (2 threads) and
+ * 1.032x (1 thread) as fast; 4.6% with 4 MiB. A thread may hold all of it while
+ * others need memory, so every thread pays for it.) */
+#define CACHE_BYTES ((uint64_t)3 << 20)
 
 struct fit_cache {
 	/* The blocks' grains, 0 in the ways not used (which no size matches): a class's
