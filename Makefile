@@ -35,7 +35,8 @@ SONAME := libsuperpage.so.0
 SANITIZE ?= 0
 ifeq ($(SANITIZE),1)
 B ?= build/san
-SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+	-DSP_SANITIZE
 else
 B ?= build
 SAN :=

@@ -44,8 +44,9 @@ static __thread struct tcache tc;
 /* The calling thread's cache, addressed from the thread pointer: list entries at an
  * offset (free's page info) in one step, where &tc would add the thread pointer
  * first. (The cache's offset from the thread pointer is the same in every thread:
- * static TLS.) */
-#ifdef __SEG_FS
+ * static TLS. The sanitizers check a %fs-relative address as a plain one, and
+ * fault: their builds take &tc; the Makefile's defines SP_SANITIZE.) */
+#if defined(__SEG_FS) && !defined(__SANITIZE_ADDRESS__) && !defined(SP_SANITIZE)
 typedef struct tcache __seg_fs tc_here;
 typedef struct tc_list __seg_fs tc_list_here;
 #define TC_HERE ((tc_here *)((uintptr_t)&tc - (uintptr_t)__builtin_thread_pointer()))
