@@ -475,13 +475,10 @@ void rt_free(void *p)
 	/* The common case in a few loads: a small object on a page of the heap, checked
 	 * to be one from its page's info. */
 	uintptr_t a = (uintptr_t)p - heap_hot.base;
-	uint64_t info = 0;
-	if (__builtin_expect((a >> PAGE_SHIFT) < __atomic_load_n(&heap_hot.top_pages, __ATOMIC_RELAXED), 1)) {
-		info = __atomic_load_n(&heap_hot.pageinfo[a >> PAGE_SHIFT], __ATOMIC_ACQUIRE);
-		if (__builtin_expect(info_fits(info, a), 1)) {
-			small_free(info, p);
-			return;
-		}
+	uint64_t info = page_info(a);
+	if (__builtin_expect(info_fits(info, a), 1)) {
+		small_free(info, p);
+		return;
 	}
 	free_other(p, info);
 }

@@ -37,9 +37,9 @@ enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, NTIER };
  * 23.8 MB on base pages, 28.1 MB when it went over (it did in 1 run of 3; with a
  * quarter, in both runs measured; 19.2 MB plain). Auto looks every DENSE_NS, and
  * whenever the heap has more units on base pages than it had when it last looked
- * (backing.c): the mixed kernel on 2 threads then went over at 5-6 units, not 8,
- * and ran at 0.98x its speed on THP from the start, not 0.95x (medians of 6
- * alternating 0.5 s runs). */
+ * (backing.c), not counting the pages not given out yet: the mixed kernel on 2
+ * threads then went over at 3 units, not 8, and ran at 0.98x its speed on THP from
+ * the start, not 0.95x (medians of 6 alternating 0.5 s runs). */
 #define DENSE_UNITS 3
 #define DENSE_NS 10000000ull /* 10 ms */
 
@@ -100,7 +100,7 @@ struct pages {
 	bool small_first;
 	_Atomic bool promoted, promote_pending;
 	_Atomic uint64_t dense_at; /* when auto last looked whether the heap is dense */
-	_Atomic size_t dense_units; /* the most units it looked at */
+	_Atomic size_t dense_units; /* the units on base pages when it last looked on growth */
 	struct page_counts st;
 };
 extern struct pages pg;
