@@ -35,6 +35,19 @@ esac
 here=$(cd "$(dirname "$0")" && pwd)
 pass=0 fail=0 skip=0
 
+# One pool user at a time on the machine (make compat, make bench, another make
+# check): every tier but unit (which runs on the fake kernel) holds the lock while it
+# runs. SP_POOL_LOCKED=1 says the caller holds it already.
+if [ "$tier" != unit ] && [ "${SP_POOL_LOCKED:-}" != 1 ] && command -v flock >/dev/null &&
+	{ [ -e /tmp/sp-pool.lock ] || : 2>/dev/null >>/tmp/sp-pool.lock; } &&
+	{ exec 9</tmp/sp-pool.lock; } 2>/dev/null; then
+	if ! flock -n 9; then
+		echo "run.sh: waiting for /tmp/sp-pool.lock (another pool user runs)" >&2
+		flock 9
+	fi
+	export SP_POOL_LOCKED=1
+fi
+
 # Pools and THP modes are put back after each test, whatever it does, even if it
 # crashes (tests/sysfs.sh).
 # shellcheck source=tests/sysfs.sh

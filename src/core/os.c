@@ -199,6 +199,12 @@ static int real_fcntl(int fd, int cmd, int arg)
 	return (int)sys_ret(syscall(SYS_fcntl, fd, cmd, arg), e);
 }
 
+static int real_userfaultfd(int flags)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_userfaultfd, flags), e);
+}
+
 const struct sp_os sp_os_real = {
 	.open = real_open,
 	.read = real_read,
@@ -225,6 +231,7 @@ const struct sp_os sp_os_real = {
 	.unlink = real_unlink,
 	.access = real_access,
 	.fcntl = real_fcntl,
+	.userfaultfd = real_userfaultfd,
 };
 
 const struct sp_os *sp_os = &sp_os_real;

@@ -46,6 +46,10 @@ struct sp_os {
 	int (*unlink)(const char *path);
 	int (*access)(const char *path, int mode);
 	int (*fcntl)(int fd, int cmd, int arg);
+	/* userfaultfd(2) with flags (O_CLOEXEC, O_NONBLOCK): an fd, or -errno (EPERM:
+	 * not allowed to this process, ENOSYS: no such call). The runtime's fork holds
+	 * its hugetlb memory still with it (src/runtime/fork.c). */
+	int (*userfaultfd)(int flags);
 };
 
 extern const struct sp_os sp_os_real;

@@ -244,11 +244,10 @@ bool restore_pages(size_t lo, size_t hi)
 	return true;
 }
 
-/* Puts a private THP copy of src at n units from u: filled 2 MiB-aligned elsewhere
- * (so the copy faults in as huge pages) and moved over the units' place, which is a
- * hole (MADV_DONTFORK) or, if that advice failed, the units shared with the parent
- * (replaced whole: a 1 GiB page's n is all of its units); or the units themselves,
- * still mapped, when they are demoted to THP (demote_units). */
+/* Puts a private THP copy of src (NULL: zeros) at at: filled 2 MiB-aligned elsewhere
+ * (so the copy faults in as huge pages) and moved over at, which is still mapped (a
+ * hugetlb range demoted to THP, or shared with the parent in a forked child: replaced
+ * whole, a 1 GiB page's len all of it) or a hole. */
 bool pages_copy_in(uintptr_t at, size_t len, const void *src)
 {
 	void *m, *out, *hold;
@@ -262,7 +261,8 @@ bool pages_copy_in(uintptr_t at, size_t len, const void *src)
 		return false;
 	uintptr_t a = (uintptr_t)m;
 	sp_os->madvise((void *)a, len, MADV_HUGEPAGE);
-	memcpy((void *)a, src, len);
+	if (src)
+		memcpy((void *)a, src, len);
 	if (sp_os->mremap((void *)a, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at, &out) == 0)
 		return true;
 	/* Refused, perhaps after what was at at was unmapped (out of mappings): the
@@ -286,6 +286,9 @@ int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole)
 	void *tmp, *out;
 	int huge = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (giga ? MAP_HUGE_1GB : MAP_HUGE_2MB);
 	*hole = false;
+	/* The pages forked children's copies may need are not the heap's to take. */
+	if (!fork_pool_spares(giga, len >> (giga ? 30 : UNIT_SHIFT)))
+		return -ENOMEM;
 	int r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, huge, -1, 0, &tmp);
 	if (r < 0)
 		return r;

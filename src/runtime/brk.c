@@ -19,10 +19,9 @@
 /* Under 2m and 1g the break's memory is on 2 MiB hugetlb pages while the pool has
  * them, in whole 2 MiB steps (THP where it has none, each refusal counted); under the
  * other backings but 4k it is THP. Private hugetlb memory that a forked child shares
- * is copied on write from the pool, and a child that finds the pool empty dies of
- * SIGBUS: so, as the heap does with its units (staging.c), the hugetlb steps are staged
- * before fork and marked MADV_DONTFORK, and the child copies them into THP memory of
- * its own. A step the program changes (mprotect, munmap, MAP_FIXED, mremap over part
+ * is copied on write from the pool: so, as the heap does with its units
+ * (fork_units.c), the child copies the hugetlb steps into THP memory of its own as
+ * soon as it runs (fork.c). A step the program changes (mprotect, munmap, MAP_FIXED, mremap over part
  * of it) is first copied to THP memory in place: the kernel cannot split a hugetlb
  * page's mapping. */
 
@@ -45,7 +44,6 @@ static bool hugetlb_wanted;
 static uint64_t huge_steps[MAX_STEPS / 64];
 static size_t n_huge;
 static struct sp_rung_skip skip;    /* after a refusal, the pool is not asked for a while */
-static char *stage;                  /* around fork: a copy of the hugetlb steps */
 
 static _Atomic int st_mode;
 static _Atomic uint64_t st_bytes, st_peak;
@@ -499,77 +497,40 @@ int brk_advise(uintptr_t addr, size_t len, int advice)
 }
 
 /* ---------- fork: the child gets the break as it was, and a free lock ----------
- * Hugetlb steps are never shared with the child: their contents are staged and they
- * are marked MADV_DONTFORK before fork, and the child maps THP copies in their place
- * (pages_copy_in), as the heap does with its hugetlb units. */
+ * Hugetlb steps are shared with the child by the kernel's fork, copy on write, and
+ * the child copies them into THP memory of its own, reading only (fork.c), as the
+ * heap does with its hugetlb units. */
 
 void brk_fork_prepare(void)
 {
-	void *m;
 	pthread_mutex_lock(&brk_lock);
-	stage = NULL;
-	if (mode != BRK_EMULATED || !n_huge ||
-	    sp_os->mmap(NULL, n_huge << UNIT_SHIFT, PROT_READ | PROT_WRITE,
-			MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
-		return;
-	stage = m;
-	size_t k = 0;
-	for (uintptr_t a = range_lo; a < writable && k < n_huge; a += UNIT_SIZE) {
-		if (!huge_at(a))
-			continue;
-		memcpy(stage + (k++ << UNIT_SHIFT), (const void *)a, UNIT_SIZE);
-		sp_os->madvise((void *)a, UNIT_SIZE, MADV_DONTFORK);
-	}
 }
 
-bool brk_fork_staged(void)
+/* Each hugetlb step, to fn. Under the lock. */
+void brk_fork_hugetlb(fork_range_fn fn, void *arg)
 {
-	return stage != NULL;
+	if (mode != BRK_EMULATED || !n_huge)
+		return;
+	for (uintptr_t a = range_lo; a < writable; a += UNIT_SIZE)
+		if (huge_at(a))
+			fn(a, UNIT_SIZE, UNIT_SIZE, arg);
 }
 
 void brk_fork_parent(void)
 {
-	int e = errno;
-	if (stage) {
-		for (uintptr_t a = range_lo; a < writable; a += UNIT_SIZE)
-			if (huge_at(a))
-				sp_os->madvise((void *)a, UNIT_SIZE, MADV_DOFORK);
-		sp_os->munmap(stage, n_huge << UNIT_SHIFT);
-		stage = NULL;
-	}
 	pthread_mutex_unlock(&brk_lock);
-	errno = e;
 }
 
-/* In the child, before anything else touches the break's memory: from fork.c's
- * guard (a signal handler: system calls and memcpy only, the lock already held by
- * this thread) or its child handler; once. */
-void brk_fork_fixup(void)
+/* In the child, once fork.c has copied the hugetlb steps: they are THP now. */
+void brk_fork_copied(void)
 {
-	size_t k = 0, staged = n_huge;
-	if (mode == BRK_EMULATED && n_huge) {
-		for (uintptr_t a = range_lo; a < writable && k < staged; a += UNIT_SIZE) {
-			if (!huge_at(a))
-				continue;
-			/* Without a staging copy (it could not be mapped) the step was shared
-			 * with this child, and is copied from where it is. */
-			const void *src = stage ? stage + (k << UNIT_SHIFT) : (const void *)a;
-			if (!pages_copy_in(a, UNIT_SIZE, src))
-				rt_abort("after fork, the program break's hugetlb memory at %p could "
-					 "not be copied into this process", (void *)a);
-			k++;
-		}
+	if (mode == BRK_EMULATED && n_huge)
 		set_huge(range_lo, unit_up(writable), false);
-		if (stage)
-			sp_os->munmap(stage, staged << UNIT_SHIFT);
-		stage = NULL;
-	}
 }
 
 void brk_fork_child(void)
 {
 	int e = errno;
-	brk_fork_fixup();
 	pthread_mutex_unlock(&brk_lock);
 	errno = e;
 }

@@ -18,11 +18,13 @@
 #define MADV_GUARD_REMOVE 103
 #endif
 
-/* Copies a hugetlb unit of a mapping (all the units of its 1 GiB page, for those) to
- * THP memory in place: the program changes part of it. A write that another thread
- * makes to that memory while it is copied is lost (superpage-run(7)). Under the lock,
- * with the caller's signals blocked (a handler must not write it meanwhile). */
-static bool demote_units(size_t u)
+/* Copies a hugetlb unit (all the units of its 1 GiB page, for those) to THP memory in
+ * place: the program changes part of it, or a fork needs room in the pool (fork.c,
+ * which holds the other threads' writes meanwhile). Otherwise a write that another
+ * thread makes to that memory while it is copied is lost (superpage-run(7)). Under
+ * the lock, with the caller's signals blocked (a handler must not write it
+ * meanwhile). */
+bool demote_units(size_t u)
 {
 	size_t first = u, n = 1;
 	if (pg.units[u].backing == SP_BACKING_1G) {

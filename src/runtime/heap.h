@@ -206,8 +206,9 @@ enum advise_how {
 	ADV_CHANGE,   /* changes the mapping (fork, dump, guard...): on plain memory */
 };
 enum advise_how pages_advise_how(int advice);
-/* Puts a private THP copy of len bytes from src at at (2 MiB multiples), in place
- * of what is there or of a hole; false if it could not (nothing changed then). */
+/* Puts a private THP copy of len bytes from src (NULL: zeros) at at (2 MiB
+ * multiples), in place of what is there or of a hole; false if it could not (nothing
+ * changed then). */
 bool pages_copy_in(uintptr_t at, size_t len, const void *src);
 /* Hugetlb pages (2 MiB, or 1 GiB with giga) over [at, at+len), mapped elsewhere and
  * moved into place: a map the pool refuses changes nothing at at (a refused MAP_FIXED
@@ -288,27 +289,43 @@ static inline struct span *span_at(uintptr_t a)
 			       __ATOMIC_ACQUIRE);
 }
 
-/* Under the page-heap lock, around fork: hugetlb units are never shared with a
- * child (see staging.c). pages_fork_staged: prepare staged some (the child has holes
- * until pages_fork_fixup, which pages_fork_child calls, copies them in; fork.c). */
+/* ---- fork and private hugetlb memory (fork.c) ----
+ * The kernel's fork shares private hugetlb memory with the child, copy on write; the
+ * child copies it into THP memory of its own as soon as it runs, reading only. Each
+ * module that holds such memory names its ranges to fork.c (under its lock, in the
+ * same order in prepare and in the child), and in the child, once fork.c has copied
+ * them, marks them THP (copied: from fork.c's guard, a signal handler, or its child
+ * handler; system calls and memory only, under the module's lock, which this thread
+ * took in prepare). */
+typedef void (*fork_range_fn)(uintptr_t a, size_t len, size_t page, void *arg);
+/* Whether the pool can give n more pages of 2 MiB (1 GiB with giga) besides those
+ * promised to forked children still copying theirs (any page taken from that room
+ * could cost a child the page its parent writes). */
+bool fork_pool_spares(bool giga, size_t n);
+/* The forks' counts, into st (struct rt_stats). */
+void fork_stats(struct rt_stats *st);
+
+/* The page heap's part (fork_units.c), under its lock: empty hugetlb units given back
+ * (prepare), the runs of hugetlb units named, some of them moved to THP to make room
+ * in the pool (demote), the units marked THP once copied. */
 void pages_fork_prepare(void);
-bool pages_fork_staged(void);
-void pages_fork_parent(void);
-void pages_fork_fixup(void);
+void pages_fork_hugetlb(fork_range_fn fn, void *arg);
+size_t pages_fork_demote(long want[2]);
+void pages_fork_copied(void);
 void pages_fork_child(void);
 /* The modules' parts of the runtime's one set of fork handlers, which life.c calls
- * in its order: the break's hugetlb steps (brk.c: staged, and the child's copy, as
- * pages_fork_*), the SysV table's lock (shm.c). */
+ * in its order: the break's hugetlb steps (brk.c, as pages_fork_*), the program's
+ * own segments on hugetlb pages (segments.c, the same), the SysV table's lock
+ * (shm.c). */
 void brk_fork_prepare(void);
-bool brk_fork_staged(void);
+void brk_fork_hugetlb(fork_range_fn fn, void *arg);
 void brk_fork_parent(void);
-void brk_fork_fixup(void);
+void brk_fork_copied(void);
 void brk_fork_child(void);
-/* The program's own segments on hugetlb pages (segments.c), as the break's. */
 void segs_fork_prepare(void);
-bool segs_fork_staged(void);
+void segs_fork_hugetlb(fork_range_fn fn, void *arg);
 void segs_fork_parent(void);
-void segs_fork_fixup(void);
+void segs_fork_copied(void);
 void segs_fork_child(void);
 void shm_fork_prepare(void);
 void shm_fork_after(void);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "heap.h"
+#include "life.h"
 #include "runtime.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -267,3 +268,12 @@ EXPORT void *dlmopen(Lmid_t lmid, const char *file, int flags)
 	return ((void *(*)(Lmid_t, const char *, int))sp_real_dlmopen)(lmid, file, flags);
 }
 #endif
+
+/* pthread_atfork (a stub of libc_nonshared.a in the caller) and glibc's own callers
+ * register here: the runtime's fork handlers go first, so they run around the fork
+ * itself (life.c). */
+EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+			     void *dso)
+{
+	return life_register_atfork(prepare, parent, child, dso);
+}

@@ -1,6 +1,7 @@
 /* life.c - the runtime's life cycle: its start (one constructor, the init steps in
  * order), its one set of fork handlers (the locks in one stated order), and the
  * account at exit. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -74,20 +75,34 @@ bool rt_ready(void)
  *   3. the packed chunks (pack.c), whose parts are marked MADV_DONTFORK;
  *   4. the central lists (central.c): the slots' lock, each slot's, each class's;
  *   5. the fitted blocks (fit.c): its arenas, then its meta lock (fit_lock);
- *   6. the page heap (units.c), which then stages its hugetlb units (staging.c);
- *   7. the break (brk.c), which stages its hugetlb steps: it calls the page heap
- *      under its own lock, but only calls of the page heap that take no lock;
- *   8. the program's segments on hugetlb pages (segments.c), staged the same way;
- *   9. then, if hugetlb memory was staged, the guard stands (fork.c).
+ *   6. the page heap (units.c), which gives back its empty hugetlb units;
+ *   7. the break (brk.c): it calls the page heap under its own lock, but only calls
+ *      of the page heap that take no lock;
+ *   8. the program's segments on hugetlb pages (segments.c);
+ *   9. then, if private hugetlb memory is shared with the child, fork.c keeps the
+ *      child's share and arms its guard.
  * parent and child undo it in the reverse order; the child first copies its hugetlb
  * memory in (if the guard has not), makes the other threads' slots orphans while it
- * still holds every lock, and starts its own live account. glibc runs these after
- * the core's handler (src/core/alloc.c: the registry's lock) in prepare, before it in
- * parent and child. */
+ * still holds every lock, and starts its own live account.
+ *
+ * These handlers are registered before any other library's or the program's
+ * (life_register_fork, from interpose.c's __register_atfork too), so that glibc runs
+ * this prepare last, just before the fork itself (after the core's handler, which
+ * takes the registry's lock), and this parent and child handler first: the child's
+ * copy is made before other handlers write its memory. prepare leaves errno 0, so the
+ * parent handler can tell a failed fork (glibc's fork sets errno only then). A fork
+ * before the heap has started (a library's constructor, before this one) finds
+ * nothing to do. */
+
+static __thread bool fork_idle; /* this thread's fork came before the heap's start */
+static __thread int fork_errno; /* the program's errno before the fork */
 
 void rt_fork_prepare(void)
 {
-	int e = errno;
+	fork_errno = errno;
+	fork_idle = !rt_ready();
+	if (fork_idle)
+		return;
 	stacks_fork_prepare();
 	shm_fork_prepare();
 	pack_fork_prepare();
@@ -97,32 +112,32 @@ void rt_fork_prepare(void)
 	pages_fork_prepare();
 	brk_fork_prepare();
 	segs_fork_prepare();
-	if (pages_fork_staged() || brk_fork_staged() || segs_fork_staged())
-		fork_guard_arm();
-	errno = e;
+	fork_share_prepare();
+	errno = 0;
 }
 
 void rt_fork_parent(void)
 {
 	int e = errno;
-	fork_guard_disarm();
+	if (fork_idle)
+		return;
+	fork_share_parent(e != 0);
 	segs_fork_parent();
 	brk_fork_parent();
-	pages_fork_parent();
 	pages_unlock();
 	fit_unlock();
 	central_fork_unlock();
 	pack_fork_parent();
 	shm_fork_after();
 	stacks_fork_parent();
-	errno = e;
+	errno = e ? e : fork_errno;
 }
 
 void rt_fork_child(void)
 {
-	int e = errno;
-	fork_guard_copy();
-	fork_guard_disarm();
+	if (fork_idle)
+		return;
+	fork_share_child();
 	segs_fork_child();
 	brk_fork_child();
 	pages_fork_child();
@@ -134,7 +149,35 @@ void rt_fork_child(void)
 	rt_live_fork_child();
 	shm_fork_after();
 	stacks_fork_child();
-	errno = e;
+	errno = fork_errno;
+}
+
+typedef int (*register_fn)(void (*)(void), void (*)(void), void (*)(void), void *);
+extern void *__dso_handle __attribute__((visibility("hidden")));
+static register_fn real_register;
+
+static void register_once(void)
+{
+	register_fn f = (register_fn)dlvsym(RTLD_NEXT, "__register_atfork", "GLIBC_2.3.2");
+	if (!f)
+		f = (register_fn)dlsym(RTLD_NEXT, "__register_atfork");
+	__atomic_store_n(&real_register, f, __ATOMIC_RELEASE);
+	if (f)
+		f(rt_fork_prepare, rt_fork_parent, rt_fork_child, __dso_handle);
+}
+
+void life_register_fork(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, register_once);
+}
+
+int life_register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+			 void *dso)
+{
+	life_register_fork();
+	register_fn f = __atomic_load_n(&real_register, __ATOMIC_ACQUIRE);
+	return f ? f(prepare, parent, child, dso) : ENOSYS;
 }
 
 /* ---------- exit ---------- */
@@ -209,8 +252,8 @@ out:
 /* ---------- the constructor ----------
  * At load time, in this order:
  *   1. the heap (rt_init: options, classes, arenas, caches, range; see start);
- *   2. the fork handlers: here, not inside malloc (pthread_atfork may itself call
- *      malloc), and after the heap, whose locks they take;
+ *   2. the fork handlers: here, not inside malloc (registering may itself call
+ *      malloc), unless another library's registration came first;
  *   3. the account at exit: the copy of stderr, and atexit, registered here and not
  *      inside malloc (atexit may allocate when its first block of handlers is full,
  *      and this early it never is);
@@ -219,7 +262,7 @@ out:
 __attribute__((constructor)) static void life_constructor(void)
 {
 	rt_init();
-	pthread_atfork(rt_fork_prepare, rt_fork_parent, rt_fork_child);
+	life_register_fork();
 	keep_stderr();
 	atexit(report_at_exit);
 	text_init();

@@ -57,6 +57,9 @@ static void json_heap(struct out *o, const struct rt_stats *st)
 	put_fmt(o, ",\"brk\":{\"bytes\":%llu,\"peak\":%llu,\"emulated\":%s}",
 		(unsigned long long)st->brk_bytes, (unsigned long long)st->brk_peak,
 		st->brk_emulated ? "true" : "false");
+	put_fmt(o, ",\"fork\":{\"shared\":%llu,\"moved_units\":%llu,\"short\":%llu}",
+		(unsigned long long)st->forks_shared, (unsigned long long)st->fork_moved_units,
+		(unsigned long long)st->forks_short);
 }
 
 /* "falls": {"rung":{"reason":N,...},...}, the rungs with none left out. */

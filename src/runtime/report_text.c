@@ -112,6 +112,11 @@ static void text_malloc(struct out *o, const struct account *a, bool tlb)
 		put_str(o, !st->brk_emulated ? ", the kernel's)"
 			   : tlb ? ", emulated on hugetlb)" : ", emulated on THP)");
 	}
+	if (st->forks_shared)
+		put_fmt(o, "; %llu forks shared hugetlb memory (%llu units moved to THP to make "
+			"room in the pool, %llu forks short of room)",
+			(unsigned long long)st->forks_shared, (unsigned long long)st->fork_moved_units,
+			(unsigned long long)st->forks_short);
 	put_char(o, '\n');
 }
 

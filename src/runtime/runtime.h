@@ -47,6 +47,9 @@ struct rt_stats {
 	 * range of the runtime's (else the kernel's). Filled by rt_brk_stats. */
 	uint64_t brk_bytes, brk_peak;
 	bool brk_used, brk_emulated;
+	/* Forks that shared private hugetlb memory with the child (fork.c); heap units
+	 * moved to THP to make room in the pool for them; those short of room. */
+	uint64_t forks_shared, fork_moved_units, forks_short;
 };
 void rt_stats_get(struct rt_stats *out);
 /* Adds the program break's counts and falls to st (brk.c). */

@@ -3,12 +3,11 @@
  * puts on a hugetlbfs mount (HUGETLB_ELFMAP=W, src/htlb/elfmap.c), which it names
  * here through __superpage_segment_guard.
  *
- * A forked child shares private hugetlb pages until one of the two writes: the copy
- * comes from the pool, and the child dies of SIGBUS if the pool is empty (or loses
- * the page to a parent that wrote first). So, as the heap's hugetlb units (staging.c)
- * and the break's steps (brk.c): before fork each segment is staged and marked
- * MADV_DONTFORK, the child maps THP copies in their place (fork.c's guard stands for
- * the touches made before its handler runs), and the parent keeps its pages. Before
+ * A forked child shares private hugetlb pages until one of the two writes, and the
+ * copy on write comes from the pool. So, as the heap's hugetlb units (fork_units.c)
+ * and the break's steps (brk.c), the child copies each segment into THP memory of its
+ * own, reading only, as soon as it runs (fork.c keeps the pool's room for the copies
+ * on write, or holds the parent's writes until the child has copied). Before
  * the program changes one (munmap, mprotect, MAP_FIXED, mremap), it is copied to THP
  * memory in place and forgotten, since the kernel cannot split a hugetlb page's
  * mapping. */
@@ -31,8 +30,6 @@ static struct segment {
 	int prot;
 } segs[MAX_SEGMENTS];
 static size_t nsegs;
-static size_t staged_bytes;     /* around fork: the staging copy's length */
-static char *stage;             /* around fork: the segments' copy, in their order */
 
 static bool meets(const struct segment *s, uintptr_t a, size_t len)
 {
@@ -79,12 +76,17 @@ EXPORT int __superpage_segment_guard(void *addr, size_t len, int prot)
 
 /* Segment s onto THP memory in place, its protection kept; false if it could not be
  * copied (it is then as it was). */
+static void keep_prot(const struct segment *s)
+{
+	if (s->prot != (PROT_READ | PROT_WRITE))
+		sp_os->mprotect((void *)s->lo, s->hi - s->lo, s->prot);
+}
+
 static bool to_thp(const struct segment *s, const void *src)
 {
 	if (!pages_copy_in(s->lo, s->hi - s->lo, src))
 		return false;
-	if (s->prot != (PROT_READ | PROT_WRITE))
-		sp_os->mprotect((void *)s->lo, s->hi - s->lo, s->prot);
+	keep_prot(s);
 	return true;
 }
 
@@ -120,60 +122,33 @@ bool segs_hold(uintptr_t a)
 
 void segs_fork_prepare(void)
 {
-	void *m;
-	size_t total = 0;
 	pthread_mutex_lock(&seg_lock);
-	stage = NULL;
-	staged_bytes = 0;
-	for (size_t i = 0; i < nsegs; i++)
-		total += segs[i].hi - segs[i].lo;
-	/* (Without a staging copy they are shared with the child, which copies them from
-	 * where they are: its reads take no page from the pool.) */
-	if (!total || sp_os->mmap(NULL, total, PROT_READ | PROT_WRITE,
-				  MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
-		return;
-	stage = m;
-	staged_bytes = total;
-	for (size_t i = 0, at = 0; i < nsegs; at += segs[i].hi - segs[i].lo, i++) {
-		memcpy(stage + at, (const void *)segs[i].lo, segs[i].hi - segs[i].lo);
-		sp_os->madvise((void *)segs[i].lo, segs[i].hi - segs[i].lo, MADV_DONTFORK);
-	}
 }
 
-bool segs_fork_staged(void)
+/* Each segment, to fn, counted in 2 MiB pages (libhugetlbfs.so.0 maps them from the
+ * mount of the default huge page size, 2 MiB on x86-64 unless the machine's boot line
+ * says otherwise). Under the lock. */
+void segs_fork_hugetlb(fork_range_fn fn, void *arg)
 {
-	return stage != NULL;
+	for (size_t i = 0; i < nsegs; i++)
+		fn(segs[i].lo, segs[i].hi - segs[i].lo, UNIT_SIZE, arg);
 }
 
 void segs_fork_parent(void)
 {
-	if (stage) {
-		for (size_t i = 0; i < nsegs; i++)
-			sp_os->madvise((void *)segs[i].lo, segs[i].hi - segs[i].lo, MADV_DOFORK);
-		sp_os->munmap(stage, staged_bytes);
-		stage = NULL;
-	}
 	pthread_mutex_unlock(&seg_lock);
 }
 
-/* In the child, from fork.c's guard (a signal handler: system calls and memcpy only,
- * the lock held by this thread since prepare) or its child handler; once. */
-void segs_fork_fixup(void)
+/* In the child, once fork.c has copied the segments: they are THP now, with their
+ * protection. */
+void segs_fork_copied(void)
 {
-	for (size_t i = 0, at = 0; i < nsegs; at += segs[i].hi - segs[i].lo, i++) {
-		const void *src = stage ? stage + at : (const void *)segs[i].lo;
-		if (!to_thp(&segs[i], src))
-			rt_abort("after fork, the program's segment on hugetlb pages at %p could "
-				 "not be copied into this process", (void *)segs[i].lo);
-	}
+	for (size_t i = 0; i < nsegs; i++)
+		keep_prot(&segs[i]);
 	__atomic_store_n(&nsegs, 0, __ATOMIC_RELAXED);
-	if (stage)
-		sp_os->munmap(stage, staged_bytes);
-	stage = NULL;
 }
 
 void segs_fork_child(void)
 {
-	segs_fork_fixup();
 	pthread_mutex_unlock(&seg_lock);
 }

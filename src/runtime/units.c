@@ -180,6 +180,7 @@ void pages_stats(struct rt_stats *st)
 	st->small_mmaps = atomic_load(&pg.st.small_mmaps);
 	st->large_mmaps = atomic_load(&pg.st.large_mmaps);
 	pack_stats(&st->packed, &st->packed_collapsed, &st->packed_refused);
+	fork_stats(st);
 	pthread_mutex_lock(&pg.lock);
 	memcpy(st->units, pg.st.units, sizeof st->units);
 	st->units_peak = pg.st.units_peak;

@@ -194,6 +194,8 @@ void release_units(const struct release *rel);
 void release_units_locked(const struct release *rel);
 bool mapping_unit_freed(size_t u, struct release *rel);
 void release_emptied(size_t u, size_t n);
+/* demote.c */
+bool demote_units(size_t u);
 /* outside.c */
 struct span *outside_lookup(uintptr_t a);
 void outside_promote(void);

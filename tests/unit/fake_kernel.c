@@ -1120,6 +1120,13 @@ static int fk_fcntl(int fd, int cmd, int arg)
 	return ret;
 }
 
+/* The fake has no userfaultfd: fork takes the route without it. */
+static int fk_userfaultfd(int flags)
+{
+	(void)flags;
+	return -ENOSYS;
+}
+
 const struct sp_os fk_os = {
 	.open = fk_open,
 	.read = fk_read,
@@ -1146,6 +1153,7 @@ const struct sp_os fk_os = {
 	.unlink = fk_unlink,
 	.access = fk_access,
 	.fcntl = fk_fcntl,
+	.userfaultfd = fk_userfaultfd,
 };
 
 /* ---------- the control API ---------- */
