@@ -1,4 +1,4 @@
-/* export.h - what superpage export's files share: the metrics of one scrape, the HTTP server. */
+/* export.h - what superpage export's files share: the metrics of one scrape, HTTP, the server. */
 #ifndef SP_CLI_EXPORT_H
 #define SP_CLI_EXPORT_H
 
@@ -26,9 +26,13 @@ int export_conf_init(struct export_conf *c, unsigned long top);
 void metrics_write(FILE *f, const struct export_conf *c);
 
 /* A deadline ms milliseconds from now (CLOCK_MONOTONIC), and the time left until
- * one: false once it has passed (http.c). */
+ * one: false once it has passed (serve.c). */
 void export_deadline(struct timespec *d, long ms);
 bool export_time_left(const struct timespec *d, struct timespec *left);
+
+/* Connections served at once; at the cap, the oldest one still sending its request
+ * is closed for a new one (superpage(1) says so). Also the listen backlog. */
+#define HTTP_CONN_MAX 64
 
 /* The listening socket for "IPV4:PORT", "[IPV6]:PORT", "localhost:PORT" or ":PORT"
  * (every IPv4 address);
@@ -38,9 +42,27 @@ bool export_time_left(const struct timespec *d, struct timespec *left);
 int http_listen(const char *addr, int *code);
 /* "127.0.0.1:9100", "[::1]:9100": the address a socket is bound to. */
 void http_bound(int fd, char *buf, size_t len);
-/* Serves GET /metrics on fd, one connection at a time, until *stop is set. Signals
- * that set it must be blocked by the caller; they are let in only while it waits
- * (wait_mask: the mask to wait with). */
+
+/* What goes back for one request: the head, then the body (malloc'd; NULL for none). */
+struct http_response {
+	char head[512];
+	size_t head_len;
+	char *body;
+	size_t body_len;
+};
+/* Where the request head in buf ends ("\r\n\r\n", or "\n\n" from a lax client), or
+ * NULL while it has not come whole. */
+const char *http_head_end(const char *buf, size_t len);
+/* The response to the request whose head is in buf (NUL-ended; buf is changed): the
+ * metrics for GET or HEAD /metrics, else the status that says what is wrong. */
+void http_answer(char *buf, const struct export_conf *conf, struct http_response *r);
+/* The response to a request head larger than the server reads (431). */
+void http_answer_too_large(struct http_response *r);
+
+/* Serves GET /metrics on the listening socket fd until *stop is set: up to
+ * HTTP_CONN_MAX connections at once, each with its own deadline, none waited for by
+ * another (serve.c). Signals that set *stop must be blocked by the caller; they are
+ * let in only while it waits (wait_mask: the mask to wait with). */
 void http_serve(int fd, const struct export_conf *c, volatile sig_atomic_t *stop,
 		const sigset_t *wait_mask);
 

@@ -1,30 +1,16 @@
-/* http.c - superpage export's HTTP server: GET /metrics, one connection at a time, every wait bounded. */
+/* http.c - superpage export's HTTP: the listening socket, and the answer to a request head. */
 #include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "export.h"
 #include "prom.h"
-
-/* A client cannot hold the server longer than these: the request head must come
- * whole within READ_MS, the response be taken within WRITE_MS. Prometheus sends
- * its request at once and reads at once; a scrape's default timeout is 10 s. */
-#define REQUEST_MAX 8192
-#define READ_MS 3000
-#define WRITE_MS 10000
-/* After the response, what the client still sends (a POST's body) is read for this
- * long before the close: closing on unread data resets the connection, and the
- * client could lose the response. */
-#define DRAIN_MS 500
-#define DRAIN_MAX 65536
 
 /* ---------- the listening socket ---------- */
 
@@ -108,7 +94,7 @@ int http_listen(const char *addr, int *code)
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd >= 0) {
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		if (bind(fd, (struct sockaddr *)&ss, len) == 0 && listen(fd, 16) == 0)
+		if (bind(fd, (struct sockaddr *)&ss, len) == 0 && listen(fd, HTTP_CONN_MAX) == 0)
 			return fd;
 	}
 	int err = errno;
@@ -139,113 +125,36 @@ void http_bound(int fd, char *buf, size_t len)
 	}
 }
 
-/* ---------- one connection ---------- */
+/* ---------- the answer to a request ---------- */
 
-struct conn {
-	int fd;
-	struct timespec deadline;        /* CLOCK_MONOTONIC */
-	volatile sig_atomic_t *stop;
-	const sigset_t *mask;
-};
-
-void export_deadline(struct timespec *d, long ms)
+/* Sets r to a response: the head, and body (malloc'd, r takes it; NULL when out of
+ * memory: then nothing is promised) unless head_only. */
+static void respond(struct http_response *r, const char *status, const char *type,
+		    const char *extra, char *body, size_t len, bool head_only)
 {
-	clock_gettime(CLOCK_MONOTONIC, d);
-	d->tv_sec += ms / 1000;
-	d->tv_nsec += (ms % 1000) * 1000000L;
-	if (d->tv_nsec >= 1000000000L) {
-		d->tv_sec++;
-		d->tv_nsec -= 1000000000L;
-	}
-}
-
-bool export_time_left(const struct timespec *d, struct timespec *left)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	left->tv_sec = d->tv_sec - now.tv_sec;
-	left->tv_nsec = d->tv_nsec - now.tv_nsec;
-	if (left->tv_nsec < 0) {
-		left->tv_sec--;
-		left->tv_nsec += 1000000000L;
-	}
-	return left->tv_sec >= 0;
-}
-
-/* Waits until the connection is ready for events: true, or false when the deadline
- * passed, a stop came or the wait failed. */
-static bool conn_wait(struct conn *c, short events)
-{
-	for (;;) {
-		struct timespec left;
-		struct pollfd pfd = { .fd = c->fd, .events = events };
-
-		if (*c->stop || !export_time_left(&c->deadline, &left))
-			return false;
-		int r = ppoll(&pfd, 1, &left, c->mask);
-		if (r > 0)
-			return true;
-		if (r < 0 && errno != EINTR)
-			return false;
-	}
-}
-
-static bool send_all(struct conn *c, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
-
-		if (w > 0) {
-			p += w;
-			n -= (size_t)w;
-		} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-			return false;
-		} else if (!conn_wait(c, POLLOUT)) {
-			return false;
-		}
-	}
-	return true;
-}
-
-static void respond(struct conn *c, const char *status, const char *type, const char *extra,
-		    const char *body, size_t len, bool head_only)
-{
-	char head[512];
-	int n = snprintf(head, sizeof head,
+	if (!body)
+		len = 0;
+	int n = snprintf(r->head, sizeof r->head,
 			 "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
 			 "Connection: close\r\n\r\n", status, type, len, extra);
 
-	export_deadline(&c->deadline, WRITE_MS);
-	if (send_all(c, head, (size_t)n) && !head_only)
-		send_all(c, body, len);
-}
-
-static void respond_text(struct conn *c, const char *status, const char *extra, const char *text)
-{
-	respond(c, status, "text/plain; charset=utf-8", extra, text, strlen(text), false);
-}
-
-/* Reads what the client still sends, a little, so that the close does not reset
- * the connection under the response. */
-static void drain(struct conn *c)
-{
-	char buf[4096];
-	size_t total = 0;
-
-	shutdown(c->fd, SHUT_WR);
-	export_deadline(&c->deadline, DRAIN_MS);
-	while (total < DRAIN_MAX && conn_wait(c, POLLIN)) {
-		ssize_t r = recv(c->fd, buf, sizeof buf, 0);
-		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
-			break;
-		if (r > 0)
-			total += (size_t)r;
+	r->head_len = (size_t)n < sizeof r->head ? (size_t)n : sizeof r->head - 1;
+	if (head_only) {
+		free(body);
+		body = NULL;
+		len = 0;
 	}
+	r->body = body;
+	r->body_len = len;
 }
 
-/* The end of the request head ("\r\n\r\n", or "\n\n" from a lax client), or NULL. */
-static const char *head_end(const char *buf, size_t len)
+static void respond_text(struct http_response *r, const char *status, const char *extra,
+			 const char *text)
+{
+	respond(r, status, "text/plain; charset=utf-8", extra, strdup(text), strlen(text), false);
+}
+
+const char *http_head_end(const char *buf, size_t len)
 {
 	for (size_t i = 0; i + 1 < len; i++) {
 		if (buf[i] == '\n' && buf[i + 1] == '\n')
@@ -256,39 +165,14 @@ static const char *head_end(const char *buf, size_t len)
 	return NULL;
 }
 
-/* Reads the request head into buf (NUL-ended): its length, 0 if the client went away
- * or was too slow, -1 if it is larger than buf. */
-static long read_head(struct conn *c, char *buf, size_t cap)
-{
-	size_t len = 0;
-
-	export_deadline(&c->deadline, READ_MS);
-	while (!head_end(buf, len)) {
-		if (len == cap - 1)
-			return -1;
-		if (!conn_wait(c, POLLIN))
-			return 0;
-		ssize_t r = recv(c->fd, buf + len, cap - 1 - len, 0);
-		if (r == 0)
-			return 0;
-		if (r < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				continue;
-			return 0;
-		}
-		len += (size_t)r;
-		buf[len] = '\0';
-	}
-	return (long)len;
-}
-
 static bool is_token(const char *s)
 {
 	return *s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 			    "!#$%&'*+-.^_`|~") == strlen(s);
 }
 
-static void serve_metrics(struct conn *c, const struct export_conf *conf, bool head_only)
+static void serve_metrics(struct http_response *r, const struct export_conf *conf,
+			  bool head_only)
 {
 	char *body = NULL;
 	size_t len = 0;
@@ -297,17 +181,15 @@ static void serve_metrics(struct conn *c, const struct export_conf *conf, bool h
 	if (f) {
 		metrics_write(f, conf);
 		if (fclose(f) == 0) {
-			respond(c, "200 OK", PROM_CONTENT_TYPE, "", body, len, head_only);
-			free(body);
+			respond(r, "200 OK", PROM_CONTENT_TYPE, "", body, len, head_only);
 			return;
 		}
 	}
 	free(body);
-	respond_text(c, "500 Internal Server Error", "", "out of memory for the metrics\n");
+	respond_text(r, "500 Internal Server Error", "", "out of memory for the metrics\n");
 }
 
-/* Answers the request whose head is in buf. */
-static void answer(struct conn *c, const struct export_conf *conf, char *buf)
+void http_answer(char *buf, const struct export_conf *conf, struct http_response *r)
 {
 	char *method, *target, *version, *save;
 
@@ -317,64 +199,28 @@ static void answer(struct conn *c, const struct export_conf *conf, char *buf)
 	version = strtok_r(NULL, " ", &save);
 	if (!method || !target || !version || strtok_r(NULL, " ", &save) || !is_token(method) ||
 	    target[0] != '/' || strncmp(version, "HTTP/", 5)) {
-		respond_text(c, "400 Bad Request", "", "bad request\n");
+		respond_text(r, "400 Bad Request", "", "bad request\n");
 		return;
 	}
 	if (strcmp(version, "HTTP/1.0") && strcmp(version, "HTTP/1.1")) {
-		respond_text(c, "505 HTTP Version Not Supported", "", "HTTP/1.0 or 1.1 only\n");
+		respond_text(r, "505 HTTP Version Not Supported", "", "HTTP/1.0 or 1.1 only\n");
 		return;
 	}
 	bool head = !strcmp(method, "HEAD");
 	if (strcmp(method, "GET") && !head) {
-		respond_text(c, "405 Method Not Allowed", "Allow: GET, HEAD\r\n",
+		respond_text(r, "405 Method Not Allowed", "Allow: GET, HEAD\r\n",
 			     "GET /metrics only\n");
 		return;
 	}
 	target[strcspn(target, "?#")] = '\0';
 	if (strcmp(target, "/metrics")) {
-		respond_text(c, "404 Not Found", "", "not found: the metrics are at /metrics\n");
+		respond_text(r, "404 Not Found", "", "not found: the metrics are at /metrics\n");
 		return;
 	}
-	serve_metrics(c, conf, head);
+	serve_metrics(r, conf, head);
 }
 
-/* Answers one request (the request line is all that is read of it); false if there
- * was none to answer. */
-static bool serve_one(struct conn *c, const struct export_conf *conf)
+void http_answer_too_large(struct http_response *r)
 {
-	char buf[REQUEST_MAX];
-	long n = read_head(c, buf, sizeof buf);
-
-	if (n == 0)
-		return false; /* gone, or too slow */
-	if (n < 0)
-		respond_text(c, "431 Request Header Fields Too Large", "", "request too large\n");
-	else
-		answer(c, conf, buf);
-	return true;
-}
-
-void http_serve(int fd, const struct export_conf *conf, volatile sig_atomic_t *stop,
-		const sigset_t *wait_mask)
-{
-	while (!*stop) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int r = ppoll(&pfd, 1, NULL, wait_mask);
-
-		if (r <= 0)
-			continue; /* a signal: *stop says if it was the end */
-		int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (cfd < 0) {
-			/* Out of descriptors (or memory): wait a little rather than spin. */
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-				struct timespec ts = { 0, 100000000L };
-				ppoll(NULL, 0, &ts, wait_mask);
-			}
-			continue;
-		}
-		struct conn c = { .fd = cfd, .stop = stop, .mask = wait_mask };
-		if (serve_one(&c, conf))
-			drain(&c);
-		close(cfd);
-	}
+	respond_text(r, "431 Request Header Fields Too Large", "", "request too large\n");
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_export.sh - tests superpage export: the textfile (valid exposition, written whole,
-# repeated until SIGTERM), the HTTP server (status codes, garbage, an idle client, the
-# address errors) and a real Prometheus scraping it; a process holding 64 MiB on THP
+# repeated until SIGTERM), the HTTP server (status codes, garbage, idle clients by the
+# dozen, the connection cap, the address errors) and a real Prometheus scraping it; a process holding 64 MiB on THP
 # must show the huge bytes superpage stat says.
 # Usage: tests/cli/test_export.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
 # "SKIP name: why" per test. It changes no system setting and takes no pool pages (the
@@ -310,8 +310,8 @@ test_http() {
 	[[ $code == "HTTP/1.1 200 "* ]] || why="$why bare newlines: '$code'"
 	if [ -n "$why" ]; then fail http_garbage "$why"; else pass http_garbage; fi
 
-	# A client that connects and sends nothing holds the server for its read
-	# timeout only: a second client is answered meanwhile (curl gives up at 20 s).
+	# A client that connects and sends nothing does not hold the server: a second
+	# client is answered meanwhile (curl gives up at 20 s).
 	local idle
 	exec {idle}<>"/dev/tcp/${addr%:*}/${addr##*:}"
 	code=$(curl -s -o /dev/null --max-time 20 -w '%{http_code}' "http://$addr/metrics")
@@ -340,6 +340,102 @@ test_http() {
 	fi
 	stop_server
 	if [ "$rc" = 0 ]; then pass http_sigterm; else fail http_sigterm "exit $rc, want 0"; fi
+}
+
+# Holds N idle connections open (connected, nothing sent), then scrapes /metrics once
+# and reads the whole answer; then looks at each idle connection without waiting.
+# Prints "status=S length=OK|BAD families=OK|BAD open=N closed=N answered=N": open are
+# the idle ones still open with nothing received, closed the ones the server closed
+# without a byte, answered the ones that got bytes (none should). With "wait", it then
+# waits for the first idle connection to be closed and scrapes again: "then=S".
+# Nothing here is timed: the socket timeouts only keep a broken server from hanging it.
+idle_and_scrape() { # n [wait]
+	timeout 120 python3 - "$addr" "$1" "${2:-}" <<'PY'
+import socket, sys
+host, port = sys.argv[1].rsplit(":", 1)
+host, port, n, wait = host.strip("[]"), int(port), int(sys.argv[2]), sys.argv[3] == "wait"
+
+def scrape():
+    s = socket.create_connection((host, port), timeout=100)
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        data += b
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = lines[0].split(b" ")[1].decode() if len(lines[0].split(b" ")) > 1 else "none"
+    length = [l.split(b":", 1)[1].strip() for l in lines if l.lower().startswith(b"content-length:")]
+    ok_len = bool(length) and int(length[0]) == len(body)
+    ok_fam = b"\nsuperpage_memory_bytes" in body and b"# TYPE superpage_scrape_seconds gauge" in body
+    return status, ok_len, ok_fam
+
+idle = [socket.create_connection((host, port), timeout=100) for _ in range(n)]
+status, ok_len, ok_fam = scrape()
+open_, closed, answered = 0, 0, 0
+for s in idle:
+    s.setblocking(False)
+    try:
+        b = s.recv(1)
+        if b:
+            answered += 1
+        else:
+            closed += 1
+    except BlockingIOError:
+        open_ += 1
+    except ConnectionError:
+        closed += 1
+out = "status=%s length=%s families=%s open=%d closed=%d answered=%d" % (
+    status, "OK" if ok_len else "BAD", "OK" if ok_fam else "BAD", open_, closed, answered)
+if wait:
+    s = idle[0]
+    s.settimeout(100)
+    try:
+        got = s.recv(1)
+    except ConnectionError:
+        got = b""
+    except socket.timeout:
+        got = b"(not closed)"
+    out += " first=%s then=%s" % ("closed" if not got else "answered", scrape()[0])
+print(out)
+PY
+}
+
+# 32 idle connections do not hold up a scrape: its whole answer comes while every one
+# of them is still open and unanswered (the old server read them one after another,
+# 3 s each). A client that never sends is closed in the end, and the server answers
+# others after. Past the cap of 64, the oldest idle connections are closed for new
+# ones: of 70 idle and one scrape, 7 are closed, the scrape answered.
+test_http_many() {
+	local out
+	if ! start_server 127.0.0.1:0; then
+		fail http_many_idle "did not start"
+		return
+	fi
+	out=$(idle_and_scrape 32 wait)
+	case $out in
+	"status=200 length=OK families=OK open=32 closed=0 answered=0 "*) pass http_many_idle ;;
+	*) fail http_many_idle "with 32 idle connections: ${out:-no answer (hung)}" ;;
+	esac
+	case $out in
+	*" first=closed then=200") pass http_idle_closed ;;
+	*) fail http_idle_closed "a client that never sends: ${out:-no answer (hung)}" ;;
+	esac
+	out=$(idle_and_scrape 70)
+	if [ "$out" = "status=200 length=OK families=OK open=63 closed=7 answered=0" ]; then
+		pass http_connection_cap
+	else
+		fail http_connection_cap "70 idle connections and a scrape, want 63 open, 7 closed: ${out:-no answer (hung)}"
+	fi
+	if kill -0 "$hpid" 2>/dev/null; then
+		stop_server
+		[ "$rc" = 0 ] || fail http_many_idle "SIGTERM: exit $rc"
+	else
+		fail http_many_idle "the server died: $(oneline "$tmp/server.err")"
+	fi
 }
 
 test_http_v6() {
@@ -435,6 +531,7 @@ fi
 test_textfile
 test_textfile_interval
 test_http
+test_http_many
 test_http_v6
 test_prometheus
 stop_all
