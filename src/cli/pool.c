@@ -225,7 +225,67 @@ static int read_args(struct pool_args *a)
 	return 0;
 }
 
-/* Whether this machine has that pool. */
+/* MemTotal of NUMA node (its sysfs meminfo), in bytes; 0 if it cannot be read. */
+static uint64_t node_memory(int node)
+{
+	char path[80], line[256];
+	unsigned long long kb;
+	uint64_t bytes = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", node);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "Node %*d MemTotal: %llu kB", &kb) == 1) {
+			bytes = kb << 10;
+			break;
+		}
+	fclose(f);
+	return bytes;
+}
+
+/* The memory a pool of a->node (or the machine's) could at most be made of; what
+ * names it. */
+static int memory_for(const struct pool_args *a, uint64_t *bytes, char *what, size_t len)
+{
+	struct sp_meminfo m;
+	int rc;
+
+	snprintf(what, len, "this machine's memory");
+	if (a->node >= 0 && (*bytes = node_memory(a->node)) != 0) {
+		snprintf(what, len, "node %d's memory", a->node);
+		return 0;
+	}
+	if ((rc = sp_meminfo_read(&m)) < 0)
+		return rc;
+	*bytes = m.total;
+	return 0;
+}
+
+/* A count the memory could never hold is refused before the kernel is asked (it
+ * would take every free page trying) or the count recorded for every boot. */
+static int check_count(const struct pool_args *a)
+{
+	uint64_t mem, most;
+	char asked[32], have[32], what[48];
+
+	if (memory_for(a, &mem, what, sizeof what) < 0)
+		return 0; /* unknown: the kernel says what it gives */
+	most = mem / a->size;
+	if (a->count <= most)
+		return 0;
+	if (a->count > UINT64_MAX / a->size)
+		snprintf(asked, sizeof asked, "more than 16 EiB");
+	else
+		cli_human(a->count * a->size, asked, sizeof asked);
+	cli_human(mem, have, sizeof have);
+	return cli_error(EXIT_USAGE, "%s: %llu pages of %s (%s) are more than %s (%s: at most "
+			 "%llu such pages)", a->who, (unsigned long long)a->count, a->page, asked,
+			 what, have, (unsigned long long)most);
+}
+
+/* Whether this machine has that pool, and the memory for its count. */
 static int check_machine(const struct pool_args *a, const struct sp_system *sys)
 {
 	int rc;
@@ -240,7 +300,7 @@ static int check_machine(const struct pool_args *a, const struct sp_system *sys)
 		if (!node_has_size(np, a->size))
 			return cli_error(EXIT_USAGE, "%s: node %d has no %s pool", a->who, a->node, a->page);
 	}
-	return 0;
+	return check_count(a);
 }
 
 static int probe(struct sp_system *sys)

@@ -364,6 +364,83 @@ test_persist_node() {
 	restore
 }
 
+# ---------- counts no machine of this memory could hold ----------
+
+# Runs the command where a missing check could not reach the kernel: as user 65534
+# when root (a pool of 1.8 EiB asked for real would take every free page), else as
+# the user. Leaves rc, $tmp/out and $tmp/err.
+sp_safe() { # args...
+	if is_root; then
+		"${as_nobody[@]}" "$SP" "$@" >"$tmp/out" 2>"$tmp/err"
+	else
+		"$SP" "$@" >"$tmp/out" 2>"$tmp/err"
+	fi
+	rc=$?
+}
+
+# A count beyond MemTotal (or one whose bytes overflow) is refused with one line that
+# says so, exit 2, before the root check; --persist records nothing.
+test_beyond_memory() {
+	local name f why count
+	if [ ! -d "$P2M" ]; then
+		skip pool_beyond_memory "no 2M hugetlb pages on this machine"
+		return
+	fi
+	if is_root && [ -n "$(nobody_blocker)" ]; then
+		skip pool_beyond_memory "$(nobody_blocker)"
+		return
+	fi
+	chmod 711 "$tmp"
+	mkdir -p "$tmp/big"
+	chmod 777 "$tmp/big"
+	f=$tmp/big/pools.conf
+	for count in 999999999999 9223372036854775807; do
+		for mode in set persist; do
+			name=pool_beyond_memory_${mode}_$count
+			if [ $mode = set ]; then
+				sp_safe pool "$count"
+			else
+				sp_safe pool --persist --config "$f" "$count"
+			fi
+			why=''
+			if [ "$rc" != 2 ] || [ "$(nlines "$tmp/err")" != 1 ] || [ -s "$tmp/out" ]; then
+				why="exit $rc, want 2 and one line: $(said)"
+			elif ! grep -qE "^superpage: pool: $count pages of 2M \(.*\) are more than this machine's memory \(.*: at most [0-9]+ such pages\)$" "$tmp/err"; then
+				why="the line does not say the memory is short: $(said)"
+			elif [ -e "$f" ]; then
+				why="recorded: $(tr '\n' '|' <"$f")"
+			fi
+			if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
+		done
+	done
+}
+
+# --apply: a line asking more than the memory fails that line, named FILE:LINE, and
+# the kernel is not asked (the pool stays as it was). Root, under the pool lock.
+test_apply_beyond_memory() {
+	local name=apply_beyond_memory f=$tmp/huge.conf before lock
+	can_set_pool $name || return
+	exec {lock}>/tmp/sp-pool.lock
+	if ! flock -w 600 "$lock"; then
+		skip $name "another test held /tmp/sp-pool.lock for 10 minutes"
+		exec {lock}>&-
+		return
+	fi
+	remember "$P2M/nr_hugepages"
+	before=$(cat "$P2M/nr_hugepages")
+	write_conf "$f" '2M 999999999999'
+	sp pool --apply --config "$f"
+	if [ "$rc" != 1 ] || [ "$(cat "$P2M/nr_hugepages")" != "$before" ] ||
+		! grep -qE "^superpage: $f:1: 999999999999 pages of 2M \(.*\) are more than this machine's memory" "$tmp/err" ||
+		! grep -qxF "applied $f: 0 of 1 pool got their count" "$tmp/out"; then
+		fail $name "exit $rc, pool $(cat "$P2M/nr_hugepages") (was $before): $(said)"
+	else
+		pass $name
+	fi
+	restore
+	exec {lock}>&-
+}
+
 # ---------- root ----------
 
 test_not_root() {
@@ -439,6 +516,8 @@ test_status_none
 test_persist_apply
 test_apply_unknown_size
 test_persist_node
+test_beyond_memory
+test_apply_beyond_memory
 test_not_root
 test_unit
 exit $failed
