@@ -25,8 +25,8 @@ void usage_pool(void)
 	      "  --remove      with --persist: drop the pool's line from the config file\n"
 	      "                (the running pool stays as it is)\n"
 	      "  --apply       set every pool of the config file, 1G first (what\n"
-	      "                superpage-pools.service runs at boot); no config file: nothing\n"
-	      "                to do, exit 0\n"
+	      "                superpage-pools.service runs at boot); no default config\n"
+	      "                file: nothing to do, exit 0; no --config FILE: exit 2\n"
 	      "  --config FILE the config file (default $SUPERPAGE_POOLS_CONF, else\n"
 	      "                " POOLS_CONF_DEFAULT "); lines are SIZE COUNT [node=N]\n"
 	      "\n"
@@ -454,6 +454,11 @@ static int apply_conf(const struct pool_args *given)
 
 	if ((rc = read_conf(path, &conf)) != 0)
 		return rc;
+	/* No file where none was named is nothing configured (the boot unit runs
+	 * everywhere); a file named by --config must be there. */
+	if (!conf.present && given->config_arg)
+		return cli_error(EXIT_USAGE, "cannot read %s: %s", path,
+				 strerror(ENOENT));
 	if (!conf.present) {
 		printf("nothing to apply: %s does not exist\n", path);
 		return EXIT_OK;

@@ -88,11 +88,19 @@ test_apply_no_config() {
 	else
 		pass $name
 	fi
-	sp pool --apply --config "$tmp/none/pools.conf"
-	if [ "$rc" != 0 ] || ! grep -q "^nothing to apply: $tmp/none/pools.conf does not exist" "$tmp/out"; then
-		fail ${name}_given "exit $rc: $(said)"
+	# A file named by --config must be there: it cannot be read, exit 2, and why.
+	expect_usage_error ${name}_given pool --apply --config "$tmp/none/pools.conf"
+	if [ "$rc" = 2 ] && ! grep -qxF "superpage: cannot read $tmp/none/pools.conf: No such file or directory" "$tmp/err"; then
+		fail ${name}_given_says_why "$(said)"
+	fi
+	# One that cannot be opened for another reason: exit 1, and why.
+	: >"$tmp/plain"
+	sp pool --apply --config "$tmp/plain/pools.conf"
+	if [ "$rc" != 1 ] || [ -s "$tmp/out" ] ||
+		[ "$(cat "$tmp/err")" != "superpage: cannot read $tmp/plain/pools.conf: Not a directory" ]; then
+		fail ${name}_given_unreadable "exit $rc, want 1: $(said)"
 	else
-		pass ${name}_given
+		pass ${name}_given_unreadable
 	fi
 	write_conf "$tmp/empty.conf" '# no pools yet' ''
 	sp pool --apply --config "$tmp/empty.conf"
