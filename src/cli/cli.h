@@ -105,12 +105,14 @@ const char *pools_conf_line(const struct pools_conf_entry *e, char *buf, size_t 
 long pools_conf_running(const struct sp_system *s, const struct pools_conf_entry *e);
 
 /* superpage promote's output (promote_print.c): a pass over one process as text or as
- * one line of JSON (round: 1, 2, ... under --watch); the one-line error for a process
- * that cannot be promoted at all (err: sp_promote's -errno), and its exit status. */
+ * one line of JSON (round: 1, 2, ... under --watch). */
 void promote_print_human(const struct sp_promote_result *r, const char *comm, bool dry,
 			 int round);
 void promote_print_json(const struct sp_promote_result *r, const char *comm, bool dry,
 			int round);
+/* The one-line error for a process that cannot be promoted at all (err: sp_promote's
+ * -errno), with its cause as /proc tells it: a kernel thread, another owner, a
+ * security policy (promote_why.c); its exit status. */
 int promote_say_fatal(pid_t pid, int err);
 
 #endif

@@ -1,4 +1,4 @@
-/* promote_print.c - what superpage promote says: a process's pass as text or JSON, and why it could not start. */
+/* promote_print.c - what superpage promote says: a process's pass as text or JSON. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,32 +9,6 @@
 static double ratio(uint64_t part, uint64_t whole)
 {
 	return whole ? (double)part / (double)whole : 0.0;
-}
-
-/* The one-line error for a process that cannot be promoted at all; its exit status. */
-int promote_say_fatal(pid_t pid, int err)
-{
-	switch (err) {
-	case -ESRCH:
-		return cli_error(EXIT_USAGE, "promote: no process %d", (int)pid);
-	case -EPERM:
-		return cli_error(EXIT_FAIL, "promote: process %d: permission refused: collapsing "
-				 "another process's memory needs CAP_SYS_NICE (run as root)", (int)pid);
-	case -EACCES:
-		return cli_error(EXIT_FAIL, "promote: process %d: permission refused: its memory "
-				 "needs ptrace read access (its owner, or root)", (int)pid);
-	case -ENOSYS:
-		return cli_error(EXIT_FAIL, "promote: this kernel has no process_madvise(2) "
-				 "(Linux 5.10 and later have it)");
-	case -EINVAL:
-		return cli_error(EXIT_FAIL, "promote: this kernel does not take MADV_COLLAPSE "
-				 "through process_madvise(2) (Linux 6.1 and later do)");
-	case -EPROTO:
-		return cli_error(EXIT_FAIL, "promote: /proc/%d/smaps is not what smaps should be",
-				 (int)pid);
-	default:
-		return cli_error(EXIT_FAIL, "promote: process %d: %s", (int)pid, strerror(-err));
-	}
 }
 
 static const char *fatal_word(int err)
