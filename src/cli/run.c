@@ -52,6 +52,7 @@ void usage_run(void)
 	      "                     for the next mallocs)\n"
 	      "  --stats[=FILE]     at exit, each process prints an account of its memory to\n"
 	      "                     stderr, or appends it to FILE as one line of JSON\n"
+	      "                     (FILE \"stderr\": stderr)\n"
 	      "  -v, --verbose[=N]  say each fallback once, when it happens; repeat for more\n"
 	      "                     (N from 0 to 3)\n"
 	      "  --dry-run          print the environment CMD would get and CMD, run nothing\n"
@@ -110,7 +111,8 @@ static int flag_option(const char *a, struct run_options *o)
 		if (!a[8])
 			return cli_error(EXIT_USAGE, "run: --stats= needs a file name");
 		o->stats = true;
-		o->stats_file = a + 8;
+		/* As SUPERPAGE_STATS=stderr: no file of that name made by a slip. */
+		o->stats_file = strcmp(a + 8, "stderr") ? a + 8 : NULL;
 	} else if (!strcmp(a, "--verbose")) {
 		o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
 	} else if (!strncmp(a, "--verbose=", 10)) {

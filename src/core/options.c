@@ -36,7 +36,7 @@ static const struct opt opts[] = {
 	{ "SUPERPAGE_SHM", OPT_BOOL, OFF(shm), "yes or no" },
 	{ "SUPERPAGE_TEXT", OPT_TEXT, OFF(text), "no, main or all" },
 	{ "SUPERPAGE_PERF_MAP", OPT_BOOL, OFF(perf_map), "yes or no" },
-	{ "SUPERPAGE_STATS", OPT_STATS, OFF(stats), "yes, no or a file name" },
+	{ "SUPERPAGE_STATS", OPT_STATS, OFF(stats), "yes, no, stderr or a path with a '/'" },
 	{ "SUPERPAGE_VERBOSE", OPT_LEVEL, OFF(verbose), "0, 1, 2 or 3" },
 	{ "SUPERPAGE_HONOUR_THP_DISABLE", OPT_BOOL, OFF(honour_thp_disable), "yes or no" },
 	{ "SUPERPAGE_SHRINK", OPT_BOOL, OFF(shrink), "yes or no" },
@@ -56,15 +56,24 @@ static int parse_text(const char *v, enum sp_text_mode *out)
 	return 0;
 }
 
+/* yes or no (any boolean); "stderr", the account on stderr as with yes; else a file
+ * to append it to, named as a path: with a '/' ("/var/tmp/sp.json", "./sp.json"). A
+ * bare word ("zz", "-1", "stdout") is far likelier a slip than a file wanted in
+ * whatever directory each process runs in, so it is refused, not created. */
 static int parse_stats(const char *v, struct sp_options *o)
 {
 	bool b;
+	if (strcasecmp(v, "stderr") == 0) {
+		o->stats = true;
+		o->stats_file[0] = 0;
+		return 0;
+	}
 	if (sp_parse_bool(v, &b) == 0) {
 		o->stats = b;
 		o->stats_file[0] = 0;
 		return 0;
 	}
-	if (!*v || strlen(v) >= sizeof o->stats_file)
+	if (!strchr(v, '/') || strlen(v) >= sizeof o->stats_file)
 		return -EINVAL;
 	o->stats = true;
 	sp_strlcpy(o->stats_file, v, sizeof o->stats_file);

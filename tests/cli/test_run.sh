@@ -378,6 +378,63 @@ test_unavailable() {
 	fi
 }
 
+# Where the account goes, for each SUPERPAGE_STATS a user may write, straight to the
+# runtime and through superpage run --stats: stderr (the account on stderr, no file
+# "stderr"), a bare word (a warning, no file of that name, no account), a path with a
+# '/' (that file), and --stats=FILE made absolute (a bare name is a file of the current
+# directory there). Each runs true in an empty directory and lists what it made.
+test_stats_words() {
+	local d=$tmp/words why w made rt n
+	can_preload run_stats_words || return
+	rt=$(cd "$B" && pwd)/libsuperpage-run.so
+	for w in stderr zz -1 ./rel.json; do
+		rm -rf "$d"
+		mkdir -p "$d"
+		(cd "$d" && SUPERPAGE_STATS=$w LD_PRELOAD=$rt /bin/true) \
+			>"$tmp/out" 2>"$tmp/err"
+		rc=$?
+		made=$(ls -A "$d")
+		why=''
+		case $w in
+		stderr)
+			[ -z "$made" ] || why="made '$made'"
+			grep -q '^superpage: pid [0-9]* (true): .* resident' "$tmp/err" ||
+				why="$why; no account on stderr: $(oneline "$tmp/err")" ;;
+		zz | -1)
+			[ -z "$made" ] || why="made '$made'"
+			[ "$(nlines "$tmp/err")" = 1 ] &&
+				grep -qF "superpage: SUPERPAGE_STATS=$w is not valid" "$tmp/err" ||
+				why="$why; want one warning line, stderr: $(oneline "$tmp/err")" ;;
+		./rel.json)
+			[ "$made" = rel.json ] && grep -q '^{"pid":' "$d/rel.json" ||
+				why="made '$made'; stderr: $(oneline "$tmp/err")" ;;
+		esac
+		[ "$rc" = 0 ] || why="$why; exit $rc"
+		n=run_stats_env_$w
+		case $w in -1) n=run_stats_env_minus1 ;; ./*) n=run_stats_env_relative_path ;; esac
+		if [ -n "$why" ]; then fail $n "${why#; }"; else pass $n; fi
+	done
+	for w in stderr out.json; do
+		rm -rf "$d"
+		mkdir -p "$d"
+		(cd "$d" && "$SP" run --stats="$w" -- true) >"$tmp/out" 2>"$tmp/err"
+		rc=$?
+		made=$(ls -A "$d")
+		why=''
+		if [ $w = stderr ]; then
+			[ -z "$made" ] || why="made '$made'"
+			grep -q '^superpage: pid [0-9]* (true): .* resident' "$tmp/err" ||
+				why="$why; no account on stderr: $(oneline "$tmp/err")"
+		else
+			[ "$made" = out.json ] && grep -q '^{"pid":' "$d/out.json" ||
+				why="made '$made'; stderr: $(oneline "$tmp/err")"
+		fi
+		[ "$rc" = 0 ] || why="$why; exit $rc"
+		n=run_stats_option_${w%.json}
+		if [ -n "$why" ]; then fail $n "${why#; }"; else pass $n; fi
+	done
+}
+
 test_help
 test_bad_args
 test_status run_true 0 -- true
@@ -388,6 +445,7 @@ test_exec_errors
 test_signals
 test_preload
 test_env
+test_stats_words
 test_find_runtime
 test_static
 test_4k

@@ -264,6 +264,17 @@ static void test_options_good(void)
 	CHECK_EQ(o.text, SP_TEXT_NO);
 	CHECK(o.stats == false);
 	CHECK_EQ(warnings, 0);
+
+	/* stderr is the account on stderr, as yes; a relative file is written ./FILE */
+	setenv("SUPERPAGE_STATS", "stderr", 1);
+	CHECK_EQ(from_env(&o), 0);
+	CHECK(o.stats == true);
+	CHECK(!strcmp(o.stats_file, ""));
+	setenv("SUPERPAGE_STATS", "./stats.json", 1);
+	CHECK_EQ(from_env(&o), 0);
+	CHECK(o.stats == true);
+	CHECK(!strcmp(o.stats_file, "./stats.json"));
+	CHECK_EQ(warnings, 0);
 	env_clear();
 }
 
@@ -299,6 +310,12 @@ static void test_options_bad(void)
 	one_bad("SUPERPAGE_SHM", "sometimes");
 	one_bad("SUPERPAGE_TEXT", "everything");
 	one_bad("SUPERPAGE_PERF_MAP", "perhaps");
+	/* a bare word is a slip, not a file to make in the working directory */
+	one_bad("SUPERPAGE_STATS", "zz");
+	one_bad("SUPERPAGE_STATS", "-1");
+	one_bad("SUPERPAGE_STATS", "stdout");
+	one_bad("SUPERPAGE_STATS", "stats.json");
+	one_bad("SUPERPAGE_STATS", "");
 
 	/* two bad values: two warnings, both defaults stand, good ones still apply */
 	struct sp_options o;
