@@ -48,11 +48,19 @@ int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* The same as a warning that does not end the command. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* What the user types to run cmd, for a "see ... --help" pointer: "superpage pool";
+ * for hugeadm and hugectl, which are no subcommands but the names superpage runs
+ * by, the name it was run by as typed ("superpage-hugeadm", "./hugeadm"). main.c
+ * sets that name. The string lasts until the next call. */
+const char *cli_command(const char *cmd);
+void cli_set_personality(const char *cmd, const char *typed);
+
 /* True if argv has -h or --help before any "--". */
 bool cli_wants_help(int argc, char **argv);
 /* Matches "--name VALUE" (consuming the next argument) or "--name=VALUE".
  * Returns 1 and sets *val when arg i is that option, 0 when it is not, and -1
- * (after printing the error) when the value is missing. */
+ * (after printing the error, which names argv[0], the command) when the value is
+ * missing. */
 int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **val);
 
 /* superpage run: one line when CMD will not get the runtime (a static, setuid or

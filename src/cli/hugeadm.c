@@ -204,7 +204,8 @@ static int parse_option(int argc, char **argv, int *i, struct step *steps, int *
 			return cli_error(EXIT_USAGE, "hugeadm: %s: not provided: %s", not_provided[k].name,
 					 not_provided[k].why);
 	}
-	return cli_error(EXIT_USAGE, "hugeadm: unknown option '%s' (see superpage-hugeadm --help)", a);
+	return cli_error(EXIT_USAGE, "hugeadm: unknown option '%s' (see %s --help)", a,
+			 cli_command("hugeadm"));
 }
 
 /* ---------- showing ---------- */
@@ -396,15 +397,16 @@ int cmd_hugeadm(int argc, char **argv)
 		return cli_error(EXIT_FAIL, "hugeadm: cannot read the huge page setup of this machine: %s",
 				 strerror(-rc));
 	if (argc < 2)
-		return cli_error(EXIT_USAGE, "hugeadm: no option given (see superpage-hugeadm --help)");
+		return cli_error(EXIT_USAGE, "hugeadm: no option given (see %s --help)",
+				 cli_command("hugeadm"));
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage_hugeadm();
 			return EXIT_OK;
 		}
 		if (argv[i][0] != '-')
-			return cli_error(EXIT_USAGE, "hugeadm: unexpected argument '%s' (see "
-					 "superpage-hugeadm --help)", argv[i]);
+			return cli_error(EXIT_USAGE, "hugeadm: unexpected argument '%s' (see %s "
+					 "--help)", argv[i], cli_command("hugeadm"));
 		if ((rc = parse_option(argc, argv, &i, steps, &n)) != 0)
 			return rc;
 	}
@@ -412,7 +414,7 @@ int cmd_hugeadm(int argc, char **argv)
 		sets |= steps[k].act == ACT_MIN || steps[k].act == ACT_MAX || steps[k].act == ACT_THP;
 	if (sets && geteuid() != 0)
 		return cli_error(EXIT_USAGE, "hugeadm: setting pools or THP needs root (try: sudo "
-				 "superpage-hugeadm ...)");
+				 "%s ...)", cli_command("hugeadm"));
 	for (int k = 0; k < n; k++)
 		if ((rc = do_step(&steps[k])) != 0)
 			return rc;

@@ -171,8 +171,8 @@ static int hugectl_option(int argc, char **argv, int *i, struct hugectl_args *h)
 	} else if ((rc = verbose_option(argc, argv, i, h)) != 0) {
 		return rc == 1 ? 0 : rc;
 	} else {
-		return cli_error(EXIT_USAGE, "hugectl: unknown option '%s' (see superpage-hugectl --help)",
-				 a);
+		return cli_error(EXIT_USAGE, "hugectl: unknown option '%s' (see %s --help)", a,
+				 cli_command("hugectl"));
 	}
 	return 0;
 }
@@ -227,7 +227,7 @@ int cmd_hugectl(int argc, char **argv)
 		i++;
 	if (i >= argc)
 		return cli_error(EXIT_USAGE, "hugectl: missing COMMAND, the program to run "
-				 "(see superpage-hugectl --help)");
+				 "(see %s --help)", cli_command("hugectl"));
 	r = run_argv(&h, argc, argv, i, &n);
 	if (!r)
 		return cli_error(EXIT_FAIL, "hugectl: out of memory");

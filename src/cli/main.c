@@ -113,8 +113,14 @@ int main(int argc, char **argv)
 	const struct command *c;
 	const char *name;
 
-	if (argc > 0 && (c = find_personality(argv[0])) != NULL)
+	if (argc > 0 && (c = find_personality(argv[0])) != NULL) {
+		/* Its errors say "hugeadm: ..." and point to its help by the name typed. */
+		const char *cmd = strncmp(c->name, "superpage-", 10) ? c->name : c->name + 10;
+
+		cli_set_personality(cmd, argv[0]);
+		argv[0] = (char *)cmd;
 		return finish(c->run(argc, argv));
+	}
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -38,6 +38,27 @@ void cli_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* libhugetlbfs' program superpage runs as ("hugeadm"), and the name it was run by as
+ * typed ("superpage-hugeadm", "/usr/bin/hugeadm"); NULL under superpage itself. */
+static const char *personality_cmd, *personality_typed;
+
+void cli_set_personality(const char *cmd, const char *typed)
+{
+	personality_cmd = cmd;
+	personality_typed = typed;
+}
+
+const char *cli_command(const char *cmd)
+{
+	static char buf[320];
+
+	if (personality_cmd && !strcmp(cmd, personality_cmd))
+		snprintf(buf, sizeof buf, "%s", personality_typed);
+	else
+		snprintf(buf, sizeof buf, "superpage %s", cmd);
+	return buf;
+}
+
 bool cli_wants_help(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -63,8 +84,8 @@ int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **
 	if (arg[n])
 		return 0;
 	if (*i + 1 >= argc) {
-		cli_error(EXIT_USAGE, "%s: %s needs a value (see superpage %s --help)",
-			  argv[0], name, argv[0]);
+		cli_error(EXIT_USAGE, "%s: %s needs a value (see %s --help)", argv[0], name,
+			  cli_command(argv[0]));
 		return -1;
 	}
 	*val = argv[++*i];
