@@ -184,8 +184,9 @@ int life_register_atfork(void (*prepare)(void), void (*parent)(void), void (*chi
 
 /* A copy of the stderr the program started with, for the account at exit: some
  * programs close stderr before they end (GNU coreutils do, in an atexit handler
- * that runs before this one). The copy is kept only with SUPERPAGE_STATS=yes, is
- * closed on exec, and is used only while it is still that same file. */
+ * that runs before this one). The copy is kept only when the account goes to stderr
+ * (SUPERPAGE_STATS=yes or stderr), is closed on exec, and is used only while it is
+ * still that same file. */
 static struct {
 	int fd;
 	dev_t dev;
@@ -195,12 +196,11 @@ static struct {
 
 static void keep_stderr(void)
 {
-	const char *v = getenv("SUPERPAGE_STATS");
+	const struct sp_options *opt = rt_options();
 	struct stat st;
-	bool yes;
 	int fd;
 
-	if (!v || sp_parse_bool(v, &yes) < 0 || !yes || fstat(2, &st) < 0)
+	if (!opt->stats || opt->stats_file[0] || fstat(2, &st) < 0)
 		return;
 	/* High, out of the way of the numbers programs pick for themselves. */
 	fd = fcntl(2, F_DUPFD_CLOEXEC, 100);

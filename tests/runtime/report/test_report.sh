@@ -69,6 +69,14 @@ test_stats_text() {
 	else
 		pass run_stats_stderr_closed
 	fi
+	# The same with SUPERPAGE_STATS=stderr set by hand (the preload alone).
+	SUPERPAGE_STATS=stderr LD_PRELOAD=$RT ls -d / >/dev/null 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" != 0 ] || ! grep -qE '^superpage: pid [0-9]+ \(ls\): fallbacks: ' "$tmp/err"; then
+		fail run_stats_stderr_word_closed "exit $rc, stderr: $(oneline "$tmp/err")"
+	else
+		pass run_stats_stderr_word_closed
+	fi
 }
 
 test_stats_json() {
