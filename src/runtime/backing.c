@@ -2,6 +2,7 @@
  * into the range (plain, THP-advised, or hugetlb moved into place), with the
  * rungs refused lately, and auto's promotion to THP. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -97,6 +98,16 @@ enum sp_backing back_units(size_t u, size_t n)
 	if (pg.policy == SP_BACKING_THP && pg.small_first && !atomic_load(&pg.promoted))
 		return SP_BACKING_4K;
 	return pg.policy;
+}
+
+size_t back_units_most(size_t u, size_t n, enum sp_backing *rest)
+{
+	if (pg.policy == SP_BACKING_2M || pg.policy == SP_BACKING_1G) {
+		*rest = plain_backing();
+		return back_hugetlb_most(u, n);
+	}
+	*rest = back_units(u, n);
+	return 0;
 }
 
 /* The advice the range carries now. */
@@ -327,15 +338,25 @@ enum sp_backing plain_backing(void)
 
 /* 2 MiB hugetlb pages on as many of the n units at u as the pool can hold: all of
  * them, or else as many as it has free (read after the refusal, which is counted).
- * Returns how many, from u; the others have plain memory. Under the lock. */
+ * Returns how many, from u; the others have plain memory. A run split so is said
+ * once, with what the pool had. Under the lock. */
 size_t back_hugetlb_most(size_t u, size_t n)
 {
 	if (back_hugetlb(u, n, SP_BACKING_2M))
 		return n;
-	size_t room = (size_t)sp_rung_room(SP_BACKING_2M, false);
+	long free = sp_rung_room(SP_BACKING_2M, false);
+	size_t room = free > 0 ? (size_t)free : 0;
 	if (n < 2 || room == 0 || room >= n)
 		return 0;
-	return back_hugetlb(u, room, SP_BACKING_2M) ? room : 0;
+	if (!back_hugetlb(u, room, SP_BACKING_2M))
+		return 0;
+	static _Atomic int said;
+	if (!atomic_exchange(&said, 1))
+		rt_say("2m: %zu MiB wanted %zu pages of 2 MiB and the pool had %zu free: %zu on "
+		       "hugetlb pages, the other %zu on %s (said once)",
+		       n << (UNIT_SHIFT - 20), n, room, room, n - room,
+		       sp_backing_name(plain_backing()));
+	return room;
 }
 
 /* Fresh plain memory for the program at n units from u, advised huge, reserved as

@@ -516,6 +516,25 @@ void brk_fork_hugetlb(fork_range_fn fn, void *arg)
 			fn(a, UNIT_SIZE, UNIT_SIZE, arg);
 }
 
+/* Before a fork the pool cannot cover (fork.c, every other write held): hugetlb steps
+ * copied to THP in place while *want > 0, each giving a page back. The steps moved;
+ * under the lock. */
+size_t brk_fork_demote(long *want)
+{
+	size_t moved = 0;
+	if (mode != BRK_EMULATED || !n_huge)
+		return 0;
+	for (uintptr_t a = range_lo; a < writable && *want > 0; a += UNIT_SIZE) {
+		if (huge_at(a) && pages_copy_in(a, UNIT_SIZE, (const void *)a)) {
+			set_huge(a, a + UNIT_SIZE, false);
+			sp_rung_forget(&skip);
+			(*want)--;
+			moved++;
+		}
+	}
+	return moved;
+}
+
 void brk_fork_parent(void)
 {
 	pthread_mutex_unlock(&brk_lock);

@@ -264,13 +264,14 @@ static void say_moved(long units)
 	if (units <= 0 || atomic_exchange(&said, 1))
 		return;
 	rt_say("fork: the pool had room for %ld of the %ld huge pages of 2 MiB (%ld of %ld "
-	       "of 1 GiB) the child shares: %ld of the heap's 2 MiB units moved to THP to "
-	       "make room (said once)",
+	       "of 1 GiB) the child shares: %ld units of 2 MiB moved to THP to make room "
+	       "(said once)",
 	       fk.room[0], fk.pages[0], fk.room[1], fk.pages[1], units);
 }
 
-/* The heap's hugetlb units that the pool cannot cover moved to THP, each move giving
- * a page back: half the shortfall does (the rest then fits), and two more for the
+/* The hugetlb memory that the pool cannot cover moved to THP (the heap's units
+ * first, then the break's steps, then the program's segments), each move giving a
+ * page back: half the shortfall does (the rest then fits), and two more for the
  * pages another process may take meanwhile. Every write to the process's hugetlb
  * memory is held meanwhile: the other threads' wait on the protection (hold, a
  * userfaultfd descriptor), or there are none (alone, and hold -1); the forking
@@ -289,8 +290,11 @@ static bool make_room(int hold)
 	int held = hold;
 	if (hold >= 0)
 		each_range(hold_range, &held);
-	if (hold < 0 || held >= 0)
-		say_moved((long)pages_fork_demote(want));
+	if (hold < 0 || held >= 0) {
+		size_t units = pages_fork_demote(want);
+		units += brk_fork_demote(&want[0]) + segs_fork_demote(&want[0]);
+		say_moved((long)units);
+	}
 	if (held >= 0)
 		sp_os->close(held); /* the writes go on, on THP memory where a unit moved */
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -314,16 +314,18 @@ size_t pages_fork_demote(long want[2]);
 void pages_fork_copied(void);
 void pages_fork_child(void);
 /* The modules' parts of the runtime's one set of fork handlers, which life.c calls
- * in its order: the break's hugetlb steps (brk.c, as pages_fork_*), the program's
- * own segments on hugetlb pages (segments.c, the same), the SysV table's lock
- * (shm.c). */
+ * in its order: the break's hugetlb steps (brk.c, as pages_fork_*; demote: 2 MiB pages
+ * moved to THP, *want counted down), the program's own segments on hugetlb pages
+ * (segments.c, the same), the SysV table's lock (shm.c). */
 void brk_fork_prepare(void);
 void brk_fork_hugetlb(fork_range_fn fn, void *arg);
+size_t brk_fork_demote(long *want);
 void brk_fork_parent(void);
 void brk_fork_copied(void);
 void brk_fork_child(void);
 void segs_fork_prepare(void);
 void segs_fork_hugetlb(fork_range_fn fn, void *arg);
+size_t segs_fork_demote(long *want);
 void segs_fork_parent(void);
 void segs_fork_copied(void);
 void segs_fork_child(void);

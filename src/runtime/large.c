@@ -109,18 +109,22 @@ static struct span *range_alloc_large(size_t size, size_t align)
 	size_t g = n / GIGA_UNITS * GIGA_UNITS;
 	if (!giga || !back_hugetlb(at, g, SP_BACKING_1G))
 		g = 0;
-	enum sp_backing got = g < n ? back_units(at + g, n - g) : SP_BACKING_1G;
+	/* The rest on 2 MiB pages, as many as the pool holds, then plain memory. */
+	enum sp_backing got = SP_BACKING_1G;
+	size_t h = g < n ? back_units_most(at + g, n - g, &got) : 0;
 	for (size_t i = at; i < at + n; i++) {
 		pg.units[i].state = U_LARGE;
-		pg.units[i].backing = (uint8_t)(i < at + g ? SP_BACKING_1G : got);
+		pg.units[i].backing = (uint8_t)(i < at + g ? SP_BACKING_1G
+						  : i < at + g + h ? SP_BACKING_2M : got);
 		pg.units[i].resident = 1;
 	}
 	count_units(SP_BACKING_1G, (long)g);
-	count_units(got, (long)(n - g));
+	count_units(SP_BACKING_2M, (long)h);
+	count_units(got, (long)(n - g - h));
 	s->kind = SPAN_LARGE;
 	s->start = unit_addr(at);
 	s->npages = n * PAGES_PER_UNIT;
-	s->clean = clean || is_hugetlb((uint8_t)got);
+	s->clean = clean || g + h == n || is_hugetlb((uint8_t)got);
 	map_set(page_of(s->start), s);
 	pg.st.large_blocks++;
 	pg.st.large_bytes += n << UNIT_SHIFT;

@@ -371,9 +371,10 @@ static bool take_pages(size_t p, size_t np, enum tier t, bool *clean)
 		bits_set(pg.freebits, i, e - i, false);
 		if (take_kept(i, e - i))
 			fresh = false;
-		enum sp_backing got = back_units(i, e - i);
+		enum sp_backing got;
+		size_t h = back_units_most(i, e - i, &got);
 		for (size_t k = i; k < e; k++)
-			heap_unit_init(k, got, t);
+			heap_unit_init(k, k < i + h ? SP_BACKING_2M : got, t);
 		i = e;
 	}
 	for (size_t i = u0; i < u1; i++) {

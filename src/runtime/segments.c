@@ -134,6 +134,27 @@ void segs_fork_hugetlb(fork_range_fn fn, void *arg)
 		fn(segs[i].lo, segs[i].hi - segs[i].lo, UNIT_SIZE, arg);
 }
 
+/* Before a fork the pool cannot cover (fork.c, every other write held): segments
+ * copied to THP in place and forgotten while *want > 0, each 2 MiB giving a page
+ * back. The pages moved; under the lock. */
+size_t segs_fork_demote(long *want)
+{
+	size_t moved = 0;
+	for (size_t i = 0; i < nsegs && *want > 0;) {
+		size_t pages = (segs[i].hi - segs[i].lo) / UNIT_SIZE;
+		if (!to_thp(&segs[i], (const void *)segs[i].lo)) {
+			i++;
+			continue;
+		}
+		rt_verbose(1, "the segment at %p is on THP memory now: a fork needed room in the "
+			   "pool", (void *)segs[i].lo);
+		*want -= (long)pages;
+		moved += pages;
+		forget(i);
+	}
+	return moved;
+}
+
 void segs_fork_parent(void)
 {
 	pthread_mutex_unlock(&seg_lock);

@@ -166,6 +166,10 @@ bool back_hugetlb(size_t u, size_t n, enum sp_backing rung);
 void unback_hugetlb(size_t u, size_t n);
 void forget_refusals(void);
 enum sp_backing back_units(size_t u, size_t n);
+/* The policy's backing for n units at u, as much as can be had: under 2m and 1g, 2 MiB
+ * hugetlb pages on as many as the pool holds (returned, from u) and *rest (plain)
+ * on the others; else 0, and *rest what back_units gave them all. */
+size_t back_units_most(size_t u, size_t n, enum sp_backing *rest);
 int range_advice(void);
 void maybe_promote(void);
 int claim_space(size_t from, size_t to);

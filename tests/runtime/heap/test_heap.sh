@@ -11,7 +11,7 @@ B=${1:?usage: tests/runtime/heap/test_heap.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/runtime/lib.sh
 . "$here/../lib.sh"
-both_start heap common/torture common/sweep heap/churn heap/affine
+both_start heap common/torture common/sweep heap/churn heap/affine heap/bigblock
 
 # ---------- the torture test under each backing ----------
 
@@ -175,6 +175,34 @@ test_heap_affine() {
 	fi
 }
 
+# Under --backing 2m a block the pool cannot hold whole takes the pages the pool has
+# and THP for the rest, and says so once without --verbose.
+test_block_pool_short() {
+	local name=block_pool_short got n
+	if ! have_python; then
+		skip $name "python3 is not installed (Debian package python3), to read --stats"
+		return
+	fi
+	if ! pool_2m 32; then
+		skip $name "$why"
+		return
+	fi
+	plain "$P/bigblock" 128
+	sprun_stats --backing 2m -- "$P/bigblock" 128
+	restore
+	n=$(grep -c '^superpage: 2m: 128 MiB wanted 64 pages of 2 MiB and the pool had' "$tmp/sp.err")
+	got=$("$PY" -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]["hugetlb_bytes"] >> 20)' "$tmp/stats.json" 2>/dev/null)
+	if differs; then
+		fail $name "$why"
+	elif [ "$n" != 1 ]; then
+		fail $name "said the split $n times, want once: $(oneline "$tmp/sp.err")"
+	elif [ -z "$got" ] || [ "$got" -lt 48 ] || [ "$got" -ge 128 ]; then
+		fail $name "${got:-no} MiB of hugetlb from a pool of 32 free pages, want most of 64 MiB"
+	else
+		pass $name "128 MiB block: $got MiB on hugetlb pages, the rest THP"
+	fi
+}
+
 run_some "$@"
 for backing in auto thp 4k 2m; do
 	test_torture $backing
@@ -184,4 +212,5 @@ test_churn_shrink
 test_pages_2m
 test_mixed_memory
 test_heap_affine
+test_block_pool_short
 exit $failed
