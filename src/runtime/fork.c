@@ -141,22 +141,37 @@ static bool walked_resident(size_t k)
 	return k >= walk.cap || (walk.bits[k / 64] >> (k % 64) & 1);
 }
 
-/* Counts the resident pages of a range and notes which they are. */
+static void note_page(bool resident, size_t page)
+{
+	/* (A page past a bitmap that could not be mapped counts as resident.) */
+	if (walk_room(walk.n)) {
+		uint64_t bit = 1ull << (walk.n % 64);
+		walk.bits[walk.n / 64] = resident ? walk.bits[walk.n / 64] | bit
+						  : walk.bits[walk.n / 64] & ~bit;
+	}
+	walk.n++;
+	/* Every page counts for the room, resident or not: one not resident now may be
+	 * by the fork (another thread's first touch), and shared then. */
+	fk.pages[size_index(page)]++;
+}
+
+/* Counts the pages of a range and notes which are resident: 2 MiB pages with one
+ * mincore a stretch of 64 MiB (its vector a byte per 4 KiB page), 1 GiB pages one by
+ * one. */
 static void count_range(uintptr_t a, size_t len, size_t page, void *arg)
 {
+	static unsigned char vec[(64u << 20) / 4096];
+	const size_t stretch = sizeof vec * 4096;
 	(void)arg;
-	unsigned char v;
-	for (uintptr_t p = a; p < a + len; p += page, walk.n++) {
-		bool resident = sp_os->mincore((void *)p, 4096, &v) < 0 || (v & 1);
-		/* (A page past a bitmap that could not be mapped counts as resident.) */
-		if (walk_room(walk.n)) {
-			uint64_t bit = 1ull << (walk.n % 64);
-			walk.bits[walk.n / 64] = resident ? walk.bits[walk.n / 64] | bit
-							  : walk.bits[walk.n / 64] & ~bit;
-		}
-		/* Every page counts for the room, resident or not: one not resident now
-		 * may be by the fork (another thread's first touch), and shared then. */
-		fk.pages[size_index(page)]++;
+	for (uintptr_t p = a; p < a + len;) {
+		size_t n = page;
+		if (page == UNIT_SIZE)
+			n = a + len - p < stretch ? a + len - p : stretch;
+		if (sp_os->mincore((void *)p, page == UNIT_SIZE ? n : 4096, vec) < 0)
+			memset(vec, 1, sizeof vec);
+		for (size_t off = 0; off < n; off += page)
+			note_page(vec[off / 4096] & 1, page);
+		p += n;
 	}
 }
 
@@ -415,26 +430,36 @@ static bool child_resident(uintptr_t p, size_t k)
 	return false;
 }
 
-/* A range copied from where it is into THP memory that replaces it: whole if every
- * page of it is resident, else page by page (zeros for the others, which were never
- * touched). */
+/* [p, p+len) copied into THP memory that replaces it (src: from itself; else zeros):
+ * in one piece, or else page by page, which needs the least address space (the
+ * copy is made beside the original: under ulimit -v the whole may not fit). */
+static void copy_piece(uintptr_t p, size_t len, size_t page, bool src)
+{
+	if (pages_copy_in(p, len, src ? (const void *)p : NULL))
+		return;
+	if (len > page) {
+		uintptr_t q = p;
+		while (q < p + len && pages_copy_in(q, page, src ? (const void *)q : NULL))
+			q += page;
+		if (q == p + len)
+			return;
+	}
+	rt_abort("after fork, the hugetlb memory at %p could not be copied into this process "
+		 "(no address space or memory left: ulimit -v?)", (void *)p);
+}
+
+/* A range copied from where it is into THP memory that replaces it, in pieces of
+ * pages alike (resident, or not: zeros) of at most 64 MiB. */
 static void copy_range(uintptr_t a, size_t len, size_t page, void *arg)
 {
-	size_t *k = arg, n = len / page, i = 0;
-	while (i < n && child_resident(a + i * page, *k + i))
-		i++;
-	if (i == n) {
-		if (!pages_copy_in(a, len, (const void *)a))
-			rt_abort("after fork, the hugetlb memory at %p could not be copied into this "
-				 "process", (void *)a);
-	} else {
-		for (i = 0; i < n; i++) {
-			uintptr_t p = a + i * page;
-			bool res = child_resident(p, *k + i);
-			if (!pages_copy_in(p, page, res ? (const void *)p : NULL))
-				rt_abort("after fork, the hugetlb memory at %p could not be copied "
-					 "into this process", (void *)p);
-		}
+	size_t *k = arg, n = len / page, most = page < (64u << 20) ? (64u << 20) / page : 1;
+	for (size_t i = 0; i < n;) {
+		bool res = child_resident(a + i * page, *k + i);
+		size_t j = i + 1;
+		while (j < n && j - i < most && child_resident(a + j * page, *k + j) == res)
+			j++;
+		copy_piece(a + i * page, (j - i) * page, page, res);
+		i = j;
 	}
 	*k += n;
 }

@@ -66,7 +66,7 @@ test_fork() { # mode:backing
 # makes room), and as a user who may not use userfaultfd (short: said once, and the
 # parent's heap right; its children are not judged, as superpage-run(7) says).
 test_fork_2m() { # mode:room|empty|short
-	local mode=${1%%:*} pool=${1#*:} forks=100 mib=40 moved=none short=none
+	local mode=${1%%:*} pool=${1#*:} forks=200 mib=40 moved=none short=none
 	local name=fork_${mode}_2m_$pool
 	local as=()
 	need_run "$name" || return
