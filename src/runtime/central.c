@@ -230,14 +230,37 @@ void central_release(unsigned slot)
 	pthread_mutex_unlock(&lists.slots_lock);
 }
 
+/* Whether o is an object's place in s, a small span of class cls: in its objects'
+ * stretch, a multiple of the class's size from its origin (the divisor of the page
+ * info's check, heap.h). From the span's own fields, which its lists read anyway:
+ * the page info would cost a line more an object. */
+static inline bool span_object(const struct span *s, uintptr_t o, unsigned cls)
+{
+	uintptr_t origin = s->start - ((uintptr_t)s->first << PAGE_SHIFT);
+	uint64_t div = class_info[1 + cls].divisor;
+	return s->kind == SPAN_SMALL && s->cls == cls && o >= s->start && o < s->end &&
+	       (uint64_t)(uint32_t)(o - origin) * div < div;
+}
+
+/* The next object on span s's list after o (links are mangled, heap.h), checked to
+ * be one of s's objects. */
+static void *span_next(const struct span *s, void *o)
+{
+	void *next = link_decode(o);
+	if (next && !span_object(s, (uintptr_t)next, s->cls))
+		link_refused(o, "malloc");
+	return next;
+}
+
 /* Moves up to n - *got objects of span s onto *list (free ones first, then never
- * used ones), counting them in s->used and *got. */
+ * used ones), counting them in s->used and *got. A never used one's second word is
+ * cleared: on pages used before, it may hold an old free mark (heap.h). */
 static void take_from(struct span *s, size_t size, unsigned n, void **list, unsigned *got)
 {
 	while (*got < n && s->freelist) {
 		void *o = s->freelist;
-		s->freelist = *(void **)o;
-		*(void **)o = *list;
+		s->freelist = span_next(s, o);
+		*(uintptr_t *)o = link_encode(o, *list);
 		*list = o;
 		(*got)++;
 		s->used++;
@@ -245,7 +268,8 @@ static void take_from(struct span *s, size_t size, unsigned n, void **list, unsi
 	while (*got < n && s->bump < s->end) {
 		void *o = (void *)s->bump;
 		s->bump += size;
-		*(void **)o = *list;
+		*(uintptr_t *)o = link_encode(o, *list);
+		((uintptr_t *)o)[1] = 0;
 		*list = o;
 		(*got)++;
 		s->used++;
@@ -319,13 +343,23 @@ unsigned central_put(unsigned cls, void *list)
 	struct span *empty = NULL;
 	unsigned n = 0;
 	pthread_mutex_t *held = NULL;
+	void *prev = NULL;
 	while (list) {
+		/* o is on the range's writable pages (it is the cache's head, or its link
+		 * passed link_plausible, heap.h); its span must be a small one of the class
+		 * that holds it. (Not its exact place: a link that reads as one not the
+		 * secret's noise was written by one who knows the secret.) */
 		void *o = list;
-		list = *(void **)o;
 		struct span *s = span_at((uintptr_t)o);
+		if (!s || s->kind != SPAN_SMALL || s->cls != cls)
+			link_refused(prev, "free");
+		list = link_decode(o);
+		if (list && !link_plausible(list))
+			link_refused(o, "free");
+		prev = o;
 		held = lock_span(s, held);
 		struct spanlist *l = list_for(owner_of(s), cls);
-		*(void **)o = s->freelist;
+		*(uintptr_t *)o = link_encode(o, s->freelist);
 		s->freelist = o;
 		s->used--;
 		n++;

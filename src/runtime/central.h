@@ -13,10 +13,10 @@ unsigned central_claim(void);
 /* A thread leaves its slot (0: none): its spans become orphans. */
 void central_release(unsigned slot);
 /* Takes up to n objects of class cls for slot (0: none), linked through their first
- * word; returns how many (0: out of memory). */
+ * word (mangled: link_encode, heap.h); returns how many (0: out of memory). */
 unsigned central_take(unsigned slot, unsigned cls, unsigned n, void **out);
-/* Gives the objects of list (linked through their first word) back to their spans;
- * returns how many there were. */
+/* Gives the objects of list (linked through their first word, mangled) back to their
+ * spans; returns how many there were. Aborts on a link that is no object of cls. */
 unsigned central_put(unsigned cls, void *list);
 
 /* Around fork (life.c): lock takes the slots' lock, every slot's lock, then every

@@ -56,6 +56,7 @@ extern unsigned char class_first_npages[NCLASS];
 extern unsigned char class_batches[NCLASS];
 extern unsigned char class_by_32[(SMALL_MAX >> 5) + 1];
 extern unsigned char class_by_16[(CLASS_FINE_MAX >> 4) + 1];
+extern uint16_t class_at_by_16[(CLASS_FINE_MAX >> 4) + 1];
 void classes_init(void);
 
 /* The class of size (1..SMALL_MAX): by 16-byte steps up to 4 KiB, 32-byte above
@@ -67,6 +68,10 @@ static inline unsigned class_of(size_t size)
 	return class_by_32[(size + 31) >> 5];
 }
 static inline size_t class_size(unsigned c) { return class_info[1 + c].size; }
+/* Where the class of size (0..CLASS_FINE_MAX) is in class_info[] and in a thread's
+ * cache, in bytes: (1 + class) * 16, read from a table of its own, so that malloc's
+ * common case takes the offset with no shift. */
+static inline size_t class_at_fine(size_t size) { return class_at_by_16[(size + 15) >> 4]; }
 /* The bytes of the objects of a whole span of the class, from its start. */
 static inline size_t class_limit(unsigned c) { return class_info[1 + c].limit; }
 /* Pages in one span of the class. */
@@ -228,13 +233,15 @@ void pages_range(uintptr_t *lo, uintptr_t *hi);
 /* What every free reads, on one line: the range's start, how many of its pages are
  * writable (it grows), the page info (per page of the range, small_info() for a
  * page of a SPAN_SMALL span, 0 otherwise; set and cleared by central.c, read by free
- * without touching the span), and the key that marks a free object (malloc.c). */
+ * without touching the span), the key that marks a free object and the one that
+ * mangles the free lists' links (malloc.c: secret, from the kernel's random bytes). */
 struct heap_hot {
 	uintptr_t base;
 	size_t top_pages;
 	uint64_t *pageinfo;
 	uintptr_t free_key;
 	_Atomic(struct span *) *pagemap; /* per page of the range: its span (range.c) */
+	uintptr_t link_key;
 } __attribute__((aligned(64)));
 extern struct heap_hot heap_hot;
 
@@ -281,6 +288,57 @@ static inline bool info_fits(uint64_t info, uintptr_t a)
 	uint32_t off = (uint32_t)a - (uint32_t)info;
 	return (uint64_t)off * ci->divisor < ci->divisor && off < ci->limit;
 }
+
+/* The info of the page at offset a in the range (a = address - base), 0 if it is not
+ * a page of a small span. */
+static inline uint64_t page_info(uintptr_t a)
+{
+	size_t pg = a >> PAGE_SHIFT;
+	if (__builtin_expect(pg >= __atomic_load_n(&heap_hot.top_pages, __ATOMIC_RELAXED), 0))
+		return 0;
+	return __atomic_load_n(&heap_hot.pageinfo[pg], __ATOMIC_ACQUIRE);
+}
+
+/* A free list's link as a freed small object holds it in its first word (the
+ * threads' caches, the batches between them and the spans, the spans' own lists):
+ * the next object's address mangled with a secret of the process and the object's
+ * own address, as glibc's safe-linking mangles with the address alone and mimalloc
+ * its lists with keys. A stray write into a freed object (a use after free) then
+ * cannot name an address of its choosing: what it wrote reads back as noise, which
+ * is refused before anything is taken from it (link_plausible below, as the threads'
+ * caches pop; central.c checks each link it walks against the span); and a link
+ * copied into another object reads as another address there. (The whole address,
+ * not glibc's address >> 12: the secret already hides every bit, and the shift cost
+ * malloc's common path two instructions.) */
+static inline uintptr_t link_encode(const void *slot, const void *next)
+{
+	return (uintptr_t)next ^ (uintptr_t)slot ^ heap_hot.link_key;
+}
+
+static inline void *link_decode(const void *slot)
+{
+	return (void *)(*(const uintptr_t *)slot ^ ((uintptr_t)slot ^ heap_hot.link_key));
+}
+
+/* The check of the threads' caches, which pop in a few instructions: an object read
+ * from a list is 16-byte aligned on the range's writable pages before it is read or
+ * given out. (Rotated right by 4, an offset that is not a multiple of 16 has its low
+ * bits on top and reads as no page of the range: one compare checks both. NULL is
+ * refused too, its offset being above any range: the caches' test for an empty list
+ * is this one, and the check costs malloc four instructions and no branch.) */
+static inline bool link_plausible(const void *p)
+{
+	uintptr_t a = (uintptr_t)p - heap_hot.base;
+	a = (a >> 4) | (a << 60);
+	return (a >> (PAGE_SHIFT - 4)) < __atomic_load_n(&heap_hot.top_pages, __ATOMIC_RELAXED);
+}
+
+/* Ends the process on a link that failed its check, read from the freed object slot
+ * in fn (malloc, free). */
+__attribute__((noreturn, cold)) void link_refused(const void *slot, const char *fn);
+/* The same for a thread cache's list of class cls that leads to p, no object (not
+ * said: see malloc.c). */
+__attribute__((noreturn, cold)) void list_refused(const void *p, unsigned cls);
 
 /* The span on the page of a (which must be one of the range's writable pages). */
 static inline struct span *span_at(uintptr_t a)

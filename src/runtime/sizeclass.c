@@ -14,6 +14,7 @@ unsigned char class_first_npages[NCLASS];
 unsigned char class_batches[NCLASS];
 unsigned char class_by_32[(SMALL_MAX >> 5) + 1];
 unsigned char class_by_16[(CLASS_FINE_MAX >> 4) + 1];
+uint16_t class_at_by_16[(CLASS_FINE_MAX >> 4) + 1];
 
 void classes_init(void)
 {
@@ -74,6 +75,7 @@ void classes_init(void)
 		while (class_size(c) < s)
 			c++;
 		class_by_16[i] = (unsigned char)c;
+		class_at_by_16[i] = (uint16_t)((1 + c) * sizeof(struct class_info));
 	}
 	c = 0;
 	for (size_t i = 0; i <= SMALL_MAX >> 5; i++) {

@@ -433,6 +433,49 @@ static void test_bad_frees_abort(void)
 	}
 }
 
+/* A write after free into the first word of a freed small object, while it waits in
+ * the thread's cache or (three batches freed: the first went back) on its span's
+ * list: no malloc of its class returns the address written; the child aborts at the
+ * check of the link (heap.h) instead. (The second object stays, and with it the span,
+ * which would otherwise go back to the page heap empty, the write with it.) */
+static char uaf_target[256] __attribute__((aligned(64)));
+static size_t uaf_size;
+static unsigned uaf_which; /* 0: the last freed (in the cache), 1: the first (on the span) */
+
+static void freed_link_written(void)
+{
+	unsigned n = 3 * class_batch(class_of(uaf_size)) + 2;
+	void **o = malloc(n * sizeof *o); /* (glibc's: the test's own bookkeeping) */
+	if (!o)
+		_exit(1);
+	for (unsigned i = 0; i < n; i++)
+		o[i] = rt_malloc(uaf_size);
+	for (unsigned i = 0; i < n; i++)
+		if (i != 1)
+			rt_free(o[i]);
+	uintptr_t *w = uaf_which ? o[0] : o[n - 1];
+	__asm__ volatile("" : "+r"(w));
+	w[0] = (uintptr_t)uaf_target;
+	for (unsigned i = 0; i < 2 * n; i++) {
+		char *q = rt_malloc(uaf_size);
+		if (q >= uaf_target && q < uaf_target + sizeof uaf_target)
+			_exit(3);
+	}
+	_exit(0);
+}
+
+static void test_freed_link_written_aborts(void)
+{
+	const size_t sizes[] = { 16, 48, 200, 1024, 4000 };
+	for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+		for (uaf_which = 0; uaf_which < 2; uaf_which++) {
+			uaf_size = sizes[k];
+			int st = child_status(freed_link_written);
+			CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+		}
+	}
+}
+
 /* Bytes a program never wrote hold what the pages held before: on reused pages, a
  * freed object's mark. realloc copies them into the new block, a small object or a
  * fitted block, whose usable size and free must not take it for freed (torture
@@ -901,6 +944,7 @@ int main(void)
 	RUN(test_first_span_short);
 	RUN(test_calloc_zeroes);
 	RUN(test_bad_frees_abort);
+	RUN(test_freed_link_written_aborts);
 	RUN(test_stale_mark_not_freed);
 	RUN(test_hugetlb_into_refused_move);
 	RUN(test_realloc_grows_seldom_moves);
