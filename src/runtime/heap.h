@@ -498,6 +498,13 @@ bool malloc_init(void);
 /* The calling thread's slot in the central lists (1 + index; 0: none). */
 unsigned malloc_thread_slot(void);
 
+/* ---- pointers the heap never handed out (foreign.c) ---- */
+/* free and realloc of p, which the page heap does not know: passed to glibc's malloc
+ * if it may be its block, an abort if it can be no allocator's, else left alone (and
+ * realloc gives NULL: the caller sets ENOMEM). */
+void foreign_free(void *p);
+void *foreign_realloc(void *p, size_t size);
+
 /* ---- start-up (life.c) ---- */
 /* Ready to serve: options read, range reserved. Idempotent, thread-safe. */
 bool rt_init(void);

@@ -454,16 +454,14 @@ void *rt_malloc(size_t size)
 }
 
 /* The span of a block given to free/realloc/usable_size; NULL for a pointer from
- * outside the heap (left alone); aborts on a pointer into the heap that is no block. */
+ * outside the heap (foreign.c's to tell); aborts on a pointer into the heap that is
+ * no block. */
 static struct span *block_span(const void *p)
 {
 	bool in_range;
 	struct span *s = pages_lookup(p, &in_range);
-	if (!in_range) {
-		if (!s) /* (s: a block mapped on its own, outside the range) */
-			rt_verbose(1, "ignoring a pointer from outside the heap: %p", p);
+	if (!in_range) /* (s: a block mapped on its own, outside the range) */
 		return s;
-	}
 	if (!s || s->magic != SPAN_MAGIC || s->kind == SPAN_MMAP ||
 	    (s->kind != SPAN_SMALL && s->kind != SPAN_FIT && (uintptr_t)p != s->start))
 		rt_abort("free(): invalid pointer %p", p);
@@ -488,8 +486,10 @@ static inline struct span *heap_span(const void *p)
 static __attribute__((noinline)) void big_free(void *p)
 {
 	struct span *s = heap_span(p);
-	if (!s)
+	if (!s) {
+		foreign_free(p);
 		return;
+	}
 	if (s->kind == SPAN_SMALL) {
 		uint64_t info = small_info(s->cls, s->start - ((uintptr_t)s->first << PAGE_SHIFT));
 		if (!info_fits(info, (uintptr_t)p - heap_hot.base))
@@ -585,8 +585,10 @@ void *rt_realloc(void *p, size_t size)
 	} else {
 		s = heap_span(p);
 		if (!s) {
-			errno = ENOMEM; /* not ours: we cannot know its size */
-			return NULL;
+			void *q = foreign_realloc(p, size);
+			if (!q)
+				errno = ENOMEM;
+			return q;
 		}
 		have = s->kind == SPAN_FIT ? fit_usable(s, p, "realloc") : span_usable(s);
 	}
