@@ -72,17 +72,21 @@ EXPORT void *aligned_alloc(size_t align, size_t size)
 	return memalign(align, size);
 }
 
+/* The error is returned, as POSIX has it; out of memory, errno is ENOMEM as well, as
+ * glibc leaves it (programs read either). */
 EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
 	if (align < sizeof(void *) || (align & (align - 1)))
 		return EINVAL;
 	int saved = errno;
 	void *p = rt_memalign(align, size);
-	int r = p ? 0 : errno;
+	if (!p) {
+		errno = ENOMEM;
+		return ENOMEM;
+	}
 	errno = saved;
-	if (p)
-		*out = p;
-	return r;
+	*out = p;
+	return 0;
 }
 
 EXPORT void *valloc(size_t size)
