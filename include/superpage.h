@@ -528,6 +528,8 @@ struct sp_options {
 	                              too, default no (only for the program's own) */
 	bool shrink;               /* SUPERPAGE_SHRINK: units the heap empties go back to
 	                              the kernel at once, none kept for reuse; default no */
+	bool check;                /* SUPERPAGE_CHECK: the checking mode (canaries past
+	                              blocks, freed blocks filled and held back); default no */
 };
 
 /* Called once per bad value with a one-line message; the default stands. */

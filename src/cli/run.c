@@ -50,6 +50,9 @@ void usage_run(void)
 	      "  --shrink           memory the heap frees goes back to the kernel at once, in\n"
 	      "                     whole 2 MiB units (by default some empty units are kept\n"
 	      "                     for the next mallocs)\n"
+	      "  --check            the checking mode: canaries past blocks, freed blocks\n"
+	      "                     filled and held back; a write past a block's end or after\n"
+	      "                     its free ends the program with one line (slower)\n"
 	      "  --stats[=FILE]     at exit, each process prints an account of its memory to\n"
 	      "                     stderr, or appends it to FILE as one line of JSON\n"
 	      "                     (FILE \"stderr\": stderr)\n"
@@ -67,7 +70,7 @@ void usage_run(void)
 struct run_options {
 	const char *backing;     /* canonical name, or NULL: not given */
 	const char *min;         /* as given, checked */
-	bool no_heap, stacks, shm, stats, perf_map, honour_thp_disable, shrink, dry_run;
+	bool no_heap, stacks, shm, stats, perf_map, honour_thp_disable, shrink, check, dry_run;
 	const char *text;        /* "main" or "all", or NULL */
 	const char *stats_file;  /* as given, or NULL for stderr */
 	int verbose;             /* -1: not given */
@@ -104,6 +107,8 @@ static int flag_option(const char *a, struct run_options *o)
 		o->honour_thp_disable = true;
 	} else if (!strcmp(a, "--shrink")) {
 		o->shrink = true;
+	} else if (!strcmp(a, "--check")) {
+		o->check = true;
 	} else if (!strcmp(a, "--stats")) {
 		o->stats = true;
 		o->stats_file = NULL;
@@ -298,6 +303,8 @@ static int set_environment(const struct run_options *o, const char *rt)
 	if (o->shm && (rc = put_env("SUPERPAGE_SHM", "yes")))
 		return rc;
 	if (o->honour_thp_disable && (rc = put_env("SUPERPAGE_HONOUR_THP_DISABLE", "yes")))
+		return rc;
+	if (o->check && (rc = put_env("SUPERPAGE_CHECK", "yes")))
 		return rc;
 	if (o->shrink && (rc = put_env("SUPERPAGE_SHRINK", "yes")))
 		return rc;

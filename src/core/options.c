@@ -40,6 +40,7 @@ static const struct opt opts[] = {
 	{ "SUPERPAGE_VERBOSE", OPT_LEVEL, OFF(verbose), "0, 1, 2 or 3" },
 	{ "SUPERPAGE_HONOUR_THP_DISABLE", OPT_BOOL, OFF(honour_thp_disable), "yes or no" },
 	{ "SUPERPAGE_SHRINK", OPT_BOOL, OFF(shrink), "yes or no" },
+	{ "SUPERPAGE_CHECK", OPT_BOOL, OFF(check), "yes or no" },
 };
 
 static int parse_text(const char *v, enum sp_text_mode *out)

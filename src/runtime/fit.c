@@ -296,6 +296,12 @@ size_t fit_free(struct span *s, void *p)
 	return 0;
 }
 
+size_t fit_release(struct span *s, void *p)
+{
+	((uintptr_t *)p)[1] = 0;
+	return arena_free(s, p);
+}
+
 size_t fit_cache_flush(bool close)
 {
 	struct fit_cache *fc = &cache;

@@ -469,6 +469,10 @@ void *fit_alloc(size_t size, unsigned slot, size_t *fresh);
 /* Frees p of the chunk span s (aborts if p is not a block in use) into the thread's
  * cache, or back to its arena: the bytes given back to the arena. */
 size_t fit_free(struct span *s, void *p);
+/* Frees p of the chunk span s (a block in use, its free mark allowed) straight back
+ * to its arena, past the thread's cache (the checking mode, check.c): the bytes given
+ * back. */
+size_t fit_release(struct span *s, void *p);
 /* The thread's cache back to the arenas (close: for good, the thread is leaving):
  * the bytes given back. */
 size_t fit_cache_flush(bool close);
@@ -497,6 +501,25 @@ size_t rt_usable_size(const void *p);
 bool malloc_init(void);
 /* The calling thread's slot in the central lists (1 + index; 0: none). */
 unsigned malloc_thread_slot(void);
+
+/* ---- the checking mode (check.c; --check, SUPERPAGE_CHECK) ---- */
+/* Set once at the start (malloc_init), never changed: the threads' caches then hold
+ * nothing, and every malloc and free of a block takes these. */
+extern bool rt_check;
+/* A block of size bytes aligned to align, zeroed if zero, its canary and record set;
+ * NULL if out of memory. */
+void *check_alloc(size_t size, size_t align, bool zero);
+/* Block p (of usable bytes, a valid pointer in use, a small one's free mark set by
+ * the caller) freed: its canary checked, then it waits in the quarantine. */
+void check_free(void *p, size_t usable);
+/* The bytes asked for block p of usable bytes (its canary checked, fn aborts). */
+size_t check_usable(const void *p, size_t usable, const char *fn);
+/* What the mode takes from the heap and gives back (malloc.c): a block of at least
+ * size bytes aligned to align, past the threads' caches, with its usable bytes, and
+ * whether it is known zero and is a small object; NULL if out of memory. heap_give
+ * puts a block of heap_take's back to the spans, fitted chunks or pages. */
+void *heap_take(size_t size, size_t align, size_t *usable, bool *clean, bool *small);
+void heap_give(void *p);
 
 /* ---- pointers the heap never handed out (foreign.c) ---- */
 /* free and realloc of p, which the page heap does not know: passed to glibc's malloc

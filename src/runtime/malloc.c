@@ -165,10 +165,12 @@ static void keys_init(void)
 	heap_hot.link_key = k[1];
 }
 
-/* The keys, and the key that flushes a thread's cache when it exits. */
+/* The keys, the checking mode, and the key that flushes a thread's cache when it
+ * exits. */
 bool malloc_init(void)
 {
 	keys_init();
+	rt_check = rt_options()->check;
 	return pthread_key_create(&exit_key, thread_exit) == 0;
 }
 
@@ -180,8 +182,8 @@ static inline struct tcache *tc_get(void)
 	if (tc.state == TC_DEAD)
 		return NULL;
 	tc.state = TC_LIVE;
-	for (unsigned c = 0; c < NCLASS; c++)
-		tc.list[1 + c].room = class_batch(c);
+	for (unsigned c = 0; c < NCLASS; c++) /* (the checking mode keeps none: check.c) */
+		tc.list[1 + c].room = rt_check ? 0 : class_batch(c);
 	tc.owner = central_claim();
 	pthread_setspecific(exit_key, &tc);
 	return &tc;
@@ -255,8 +257,15 @@ static inline void *small_alloc(unsigned cls)
 	return __builtin_expect(o != NULL, 1) ? o : small_refill(cls);
 }
 
+/* The slow half of a small free (small_free checked p; its free mark is set here,
+ * after the checking mode's look at the bytes it lies on). */
 static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 {
+	if (rt_check) {
+		check_free(p, class_size(cls));
+		return;
+	}
+	((uintptr_t *)p)[1] = free_mark(p);
 	struct tcache *t = tc_get();
 	if (!t) {
 		*(uintptr_t *)p = link_encode(p, NULL);
@@ -326,12 +335,13 @@ static inline void small_check(uint64_t info, void *p, const char *fn)
  * at the offset the info holds. */
 static inline void small_free(uint64_t info, void *p)
 {
-	if (__builtin_expect(((uintptr_t *)p)[1] == free_mark(p), 0))
+	uintptr_t mark = free_mark(p);
+	if (__builtin_expect(((uintptr_t *)p)[1] == mark, 0))
 		small_refused(p, "free", false);
-	((uintptr_t *)p)[1] = free_mark(p);
 	tc_here *t = TC_HERE;
 	tc_list_here *l = (tc_list_here *)((uintptr_t)t->list + (info >> 32));
 	if (__builtin_expect(l->room != 0, 1)) {
+		((uintptr_t *)p)[1] = mark;
 		*(uintptr_t *)p = link_encode(p, l->head);
 		l->head = p;
 		l->room--;
@@ -413,7 +423,9 @@ static void *alloc(size_t size, bool *clean)
 	if (__builtin_expect(!rt_init(), 0))
 		return NULL;
 	if (clean)
-		*clean = false;
+		*clean = rt_check;
+	if (rt_check)
+		return check_alloc(size, MIN_ALIGN, clean != NULL);
 	if (size <= FIT_MIN)
 		return small_alloc(class_of(size ? size : 1));
 	if (size < FIT_MAX)
@@ -424,7 +436,7 @@ static void *alloc(size_t size, bool *clean)
 static __attribute__((noinline)) void *malloc_slow(size_t size)
 {
 	void *p;
-	if (fit_size(size) && tc.state == TC_LIVE) {
+	if (fit_size(size) && tc.state == TC_LIVE && !rt_check) {
 		/* (A live cache: the heap serves, no need to ask rt_init; a cached block
 		 * was counted out of the heap when it was first given out.) */
 		if ((p = fit_cached(size))) {
@@ -490,6 +502,10 @@ static __attribute__((noinline)) void big_free(void *p)
 		foreign_free(p);
 		return;
 	}
+	if (rt_check && s->kind != SPAN_SMALL) {
+		check_free(p, s->kind == SPAN_FIT ? fit_usable(s, p, "free") : span_usable(s));
+		return;
+	}
 	if (s->kind == SPAN_SMALL) {
 		uint64_t info = small_info(s->cls, s->start - ((uintptr_t)s->first << PAGE_SHIFT));
 		if (!info_fits(info, (uintptr_t)p - heap_hot.base))
@@ -550,14 +566,53 @@ void *rt_calloc(size_t n, size_t size)
 	return p;
 }
 
+/* The usable bytes of block p in use (fn aborts on a pointer into the heap that is
+ * no block in use); 0 for a pointer from outside the heap. */
+static size_t block_usable(const void *p, const char *fn)
+{
+	uint64_t info = page_info((uintptr_t)p - heap_hot.base);
+	if (info) {
+		small_check(info, (void *)p, fn);
+		return class_size(info_class(info));
+	}
+	struct span *s = heap_span(p);
+	if (s && s->kind == SPAN_FIT)
+		return fit_usable(s, p, fn);
+	return s ? span_usable(s) : 0;
+}
+
 size_t rt_usable_size(const void *p)
 {
 	if (!p)
 		return 0;
+	if (rt_check) {
+		size_t usable = block_usable(p, "malloc_usable_size");
+		return usable ? check_usable(p, usable, "malloc_usable_size") : 0;
+	}
 	struct span *s = heap_span(p);
 	if (s && s->kind == SPAN_FIT)
 		return fit_usable(s, p, "malloc_usable_size");
 	return s ? span_usable(s) : 0;
+}
+
+/* realloc in the checking mode: always a new block, the old one freed (and so
+ * checked). */
+static void *realloc_checked(void *p, size_t size)
+{
+	size_t usable = block_usable(p, "realloc");
+	void *q;
+	if (!usable) {
+		q = foreign_realloc(p, size);
+	} else {
+		size_t have = check_usable(p, usable, "realloc");
+		if ((q = check_alloc(size, MIN_ALIGN, false))) {
+			memcpy(q, p, size < have ? size : have);
+			rt_free(p);
+		}
+	}
+	if (!q)
+		errno = ENOMEM;
+	return q;
 }
 
 /* Growth by realloc leaves this much room (1/8) for the next, so that a block grown
@@ -576,6 +631,8 @@ void *rt_realloc(void *p, size_t size)
 		rt_free(p); /* as glibc does */
 		return NULL;
 	}
+	if (rt_check)
+		return realloc_checked(p, size);
 	size_t have;
 	struct span *s = NULL;
 	uint64_t info = page_info((uintptr_t)p - heap_hot.base);
@@ -629,9 +686,21 @@ void *rt_realloc(void *p, size_t size)
 	return q;
 }
 
+/* The class of small objects that serves size bytes (<= SMALL_MAX) aligned to align
+ * (<= PAGE_SIZE): the first whose size is a multiple of align, since spans start on a
+ * page; NCLASS if none. */
+static unsigned aligned_class(size_t size, size_t align)
+{
+	size_t want = size > align ? size : align;
+	for (unsigned c = class_of(want ? want : 1); c < NCLASS; c++)
+		if (class_size(c) % align == 0)
+			return c;
+	return NCLASS;
+}
+
 void *rt_memalign(size_t align, size_t size)
 {
-	if (align <= MIN_ALIGN)
+	if (align <= MIN_ALIGN && !rt_check)
 		return rt_malloc(size);
 	if (align & (align - 1)) {
 		errno = EINVAL;
@@ -642,24 +711,63 @@ void *rt_memalign(size_t align, size_t size)
 		return NULL;
 	}
 	void *p = NULL;
-	if (align <= 64 && fit_size(size)) {
+	unsigned c;
+	if (rt_check)
+		p = check_alloc(size, align, false);
+	else if (align <= 64 && fit_size(size))
 		p = fit_block(size); /* (blocks are fitted to 64 bytes) */
-	} else if (size <= SMALL_MAX && align <= PAGE_SIZE) {
-		/* A class whose size is a multiple of align: its objects are aligned, since
-		 * spans start on a page. */
-		size_t want = size > align ? size : align;
-		for (unsigned c = class_of(want); c < NCLASS; c++) {
-			if (class_size(c) % align == 0) {
-				p = small_alloc(c);
-				break;
-			}
-		}
-	} else {
+	else if (size <= SMALL_MAX && align <= PAGE_SIZE && (c = aligned_class(size, align)) < NCLASS)
+		p = small_alloc(c);
+	else
 		p = big_alloc(size ? size : 1, align, NULL, false);
-	}
 	if (!p)
 		errno = ENOMEM;
 	return p;
+}
+
+/* ---------- the checking mode's blocks (check.c) ---------- */
+
+void *heap_take(size_t size, size_t align, size_t *usable, bool *clean, bool *small)
+{
+	unsigned c = NCLASS;
+	void *p = NULL;
+	*clean = *small = false;
+	if (align < MIN_ALIGN)
+		align = MIN_ALIGN;
+	if (align <= 64 && fit_size(size)) {
+		if ((p = fit_arena_block(size)))
+			*usable = fit_usable(span_at((uintptr_t)p), p, "malloc");
+	} else if (size <= SMALL_MAX && align <= PAGE_SIZE && (c = aligned_class(size, align)) < NCLASS) {
+		struct tcache *t = tc_get();
+		if (central_take(t ? t->owner : 0, c, 1, &p) == 0)
+			return NULL;
+		count_call(t, true, (int64_t)class_size(c));
+		*usable = class_size(c);
+		*small = true;
+	} else if ((p = big_alloc(size, align > PAGE_SIZE ? align : PAGE_SIZE, clean, false))) {
+		*usable = span_usable(heap_span(p));
+	}
+	return p;
+}
+
+void heap_give(void *p)
+{
+	uint64_t info = page_info((uintptr_t)p - heap_hot.base);
+	struct tcache *t = tc_get();
+	if (info) {
+		unsigned c = info_class(info);
+		*(uintptr_t *)p = link_encode(p, NULL);
+		central_put(c, p);
+		count_call(t, false, -(int64_t)class_size(c));
+		return;
+	}
+	struct span *s = heap_span(p);
+	if (s->kind == SPAN_FIT) {
+		count_call(t, false, -(int64_t)fit_release(s, p));
+		return;
+	}
+	count_call(t, false, -(int64_t)span_usable(s));
+	pages_free(s);
 }
 
 /* The forking thread's slot (1 + index; 0: none), which a child keeps (life.c). */
