@@ -209,6 +209,8 @@ enum sp_fall {
 	SP_FALL_SKIPPED,         /* the rung failed just before; not asked again yet */
 	SP_FALL_PROGRAM_PAGES,   /* the program reserves the range and changes it at 4 KiB
 	                            (mprotect, MAP_FIXED): a hugetlb page cannot be split */
+	SP_FALL_CGROUP,          /* the hugetlb cgroup's limit leaves too little room: a page
+	                            past it would be a SIGBUS when touched */
 	SP_FALL_COUNT
 };
 const char *sp_fall_name(enum sp_fall f);

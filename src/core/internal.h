@@ -167,12 +167,21 @@ enum sp_site {
 void sp_fall(enum sp_site site, enum sp_backing rung, enum sp_fall why);
 void sp_falls_get(enum sp_site site, uint64_t out[SP_BACKING_COUNT][SP_FALL_COUNT]);
 void sp_falls_reset(enum sp_site site);
-/* Why the rung's pool refused a mapping with err (-errno): UNSUPPORTED for EINVAL,
- * NO_POOL or POOL_EMPTY for ENOMEM, MMAP for the rest. */
+/* Why the rung's pool refused a mapping with err (-errno): CGROUP for EDQUOT (the
+ * hugetlb cgroup's limit, sp_rung_cgroup_room), UNSUPPORTED for EINVAL, NO_POOL or
+ * POOL_EMPTY for ENOMEM, MMAP for the rest. */
 enum sp_fall sp_rung_refusal(enum sp_backing rung, int err);
 /* Pages the rung's pool can give now: free and not reserved (0 if it cannot be
- * read), with overcommit what it may still add. */
+ * read), with overcommit what it may still add; no more than the hugetlb cgroup's
+ * limit leaves room for (sp_limits_hugetlb). */
 long sp_rung_room(enum sp_backing rung, bool overcommit);
+/* Under a hugetlb cgroup limit, for a map function: before it maps len bytes of the
+ * rung's pages, whether they fit the room the limit leaves (0, or -EDQUOT:
+ * SP_FALL_CGROUP); once mapped at p, its pages faulted in now, so that the limit
+ * refuses them here and not by a SIGBUS at the program's first touch (0, or -EDQUOT:
+ * the caller unmaps). Without such a limit, 0 and nothing done. */
+int sp_rung_cgroup_room(enum sp_backing rung, size_t len);
+int sp_rung_charge(enum sp_backing rung, void *p, size_t len);
 /* A rung refused lately: requests of at least min_size are not asked before until_ns
  * (all zero: none). */
 struct sp_rung_skip {
@@ -200,6 +209,47 @@ int sp_rung_map(const struct sp_rung_ask *a, size_t len, int extra, void **out);
 /* A pool of that page size as sp_offer_get reads it (all zero if it cannot be read). */
 void sp_offer_pool_read(uint64_t page_size, struct sp_offer_pool *o);
 
+/* ---- the limits this process runs under (limits.c) ----
+ * Its memory cgroup's limit (v1 memory.limit_in_bytes; v2 memory.max, memory.high),
+ * the hugetlb controller's (v1 hugetlb.SIZE.limit_in_bytes, v2 hugetlb.SIZE.max, and
+ * their rsvd. counterparts), for its own cgroup and every one above it, and
+ * RLIMIT_AS/RLIMIT_DATA. The cgroups are found once; their figures read when the
+ * caller likes, through the seam, with no malloc. */
+#define SP_LIMIT_NONE UINT64_MAX
+#define SP_LIMIT_LEVELS 8
+#define SP_LIMIT_PATH 256
+struct sp_limit_dirs {
+	int mem_version, huge_version; /* the controllers' cgroup version; 0: not mounted */
+	/* The directories, from the process's own cgroup up, that hold a limit (at
+	 * most SP_LIMIT_LEVELS, the nearest). */
+	int n_mem, n_huge;
+	char mem[SP_LIMIT_LEVELS][SP_LIMIT_PATH], huge[SP_LIMIT_LEVELS][SP_LIMIT_PATH];
+};
+/* From /proc/self/mountinfo and /proc/self/cgroup, read through scratch (a line
+ * longer than it is skipped). 0, or -errno if those cannot be read (d: none). */
+int sp_limits_find(struct sp_limit_dirs *d, char *scratch, size_t len);
+/* The process's, found on first use (a limit set later on a cgroup that had none
+ * when the process started is not seen). */
+const struct sp_limit_dirs *sp_limit_dirs(void);
+struct sp_limits {
+	/* The memory cgroup level with the least room: its limit (v2: the lower of max
+	 * and high), its usage and the file cache in it; the room is the limit less the
+	 * usage that is not file cache (the kernel reclaims that first). SP_LIMIT_NONE
+	 * (usage and file 0) if no level has a limit. */
+	uint64_t mem_limit, mem_usage, mem_file, mem_room;
+	uint64_t as_limit, data_limit; /* RLIMIT_AS, RLIMIT_DATA (soft); SP_LIMIT_NONE */
+};
+/* The memory cgroup's figures into out (mem_*), memory.stat read through scratch. */
+void sp_limits_memory(const struct sp_limit_dirs *d, struct sp_limits *out, char *scratch,
+		      size_t len);
+/* The room the hugetlb controller leaves for pages of 2 MiB (1 GiB with giga), in
+ * bytes, the least over the levels and over the fault-time and reservation counters;
+ * with the limit and usage where it is least. SP_LIMIT_NONE if none applies. */
+uint64_t sp_limits_hugetlb(const struct sp_limit_dirs *d, bool giga, uint64_t *limit,
+			   uint64_t *usage);
+/* RLIMIT_AS and RLIMIT_DATA into out. */
+void sp_limits_rlimits(struct sp_limits *out);
+
 /* ---- small string helpers (parse.c) ---- */
 size_t sp_strlcpy(char *dst, const char *src, size_t len);
 /* Parses a decimal uint64 at *s, advancing it. -ERANGE on overflow, -EINVAL if no digit. */
@@ -211,7 +261,7 @@ int sp_scan_u64(const char **s, uint64_t *out);
  * A process under superpage run publishes its heap's counts in a page of its own,
  * for superpage stat. The layout is between this build's runtime and command. */
 #define SP_LIVE_NAME "superpage-live"
-#define SP_LIVE_VERSION 2
+#define SP_LIVE_VERSION 3
 struct sp_live {
 	uint32_t magic, version;
 	uint64_t seq;               /* odd while the page is being written */

@@ -204,6 +204,11 @@ static int real_userfaultfd(int flags)
 	int e = errno;
 	return (int)sys_ret(syscall(SYS_userfaultfd, flags), e);
 }
+static int real_getrlimit(int resource, struct rlimit *out)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_prlimit64, 0, resource, NULL, out), e);
+}
 
 const struct sp_os sp_os_real = {
 	.open = real_open,
@@ -232,6 +237,7 @@ const struct sp_os sp_os_real = {
 	.access = real_access,
 	.fcntl = real_fcntl,
 	.userfaultfd = real_userfaultfd,
+	.getrlimit = real_getrlimit,
 };
 
 const struct sp_os *sp_os = &sp_os_real;

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/vfs.h>
@@ -50,6 +51,8 @@ struct sp_os {
 	 * not allowed to this process, ENOSYS: no such call). The runtime's fork holds
 	 * its hugetlb memory still with it (src/runtime/fork.c). */
 	int (*userfaultfd)(int flags);
+	/* getrlimit(2): the process's limit of resource (RLIMIT_AS, RLIMIT_DATA). */
+	int (*getrlimit)(int resource, struct rlimit *out);
 };
 
 extern const struct sp_os sp_os_real;

@@ -16,7 +16,7 @@ static const char *const fall_names[SP_FALL_COUNT] = {
 	[SP_FALL_UNSUPPORTED] = "unsupported", [SP_FALL_THP_OFF] = "thp_off",
 	[SP_FALL_MADVISE] = "madvise_failed",  [SP_FALL_NOT_HUGE] = "not_huge",
 	[SP_FALL_MMAP] = "mmap_failed",        [SP_FALL_SKIPPED] = "skipped_recent_failure",
-	[SP_FALL_PROGRAM_PAGES] = "program_managed_pages",
+	[SP_FALL_PROGRAM_PAGES] = "program_managed_pages", [SP_FALL_CGROUP] = "cgroup_limit",
 };
 
 static const char *const region_names[SP_REGION_COUNT] = {

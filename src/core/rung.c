@@ -41,16 +41,45 @@ long sp_rung_room(enum sp_backing rung, bool overcommit)
 {
 	struct sp_offer_pool o = { 0 };
 	long room;
+	uint64_t cg = sp_limits_hugetlb(sp_limit_dirs(), rung == SP_BACKING_1G, NULL, NULL);
 
 	sp_offer_pool_read(page_size_of(rung), &o); /* (all zero if it cannot be read) */
 	room = o.avail + (overcommit ? o.room : 0);
+	if (cg != SP_LIMIT_NONE && (uint64_t)room > cg / page_size_of(rung))
+		room = (long)(cg / page_size_of(rung));
 	return room > 0 ? room : 0;
+}
+
+int sp_rung_cgroup_room(enum sp_backing rung, size_t len)
+{
+	const struct sp_limit_dirs *d = sp_limit_dirs();
+
+	if (!d->n_huge || sp_limits_hugetlb(d, rung == SP_BACKING_1G, NULL, NULL) >= len)
+		return 0;
+	return -EDQUOT;
+}
+
+int sp_rung_charge(enum sp_backing rung, void *p, size_t len)
+{
+	int r;
+
+	(void)rung;
+	if (!sp_limit_dirs()->n_huge)
+		return 0;
+	/* The kernel charges a private hugetlb page to the cgroup when it is first
+	 * touched: a touch past the limit would be a SIGBUS. Touched now, a page the
+	 * limit refuses is an error here (EFAULT), never a signal. (A kernel before
+	 * 5.14 has no MADV_POPULATE_WRITE: the room was looked at, that is all.) */
+	r = sp_os->madvise(p, len, MADV_POPULATE_WRITE);
+	return r == 0 || r == -EINVAL ? 0 : -EDQUOT;
 }
 
 enum sp_fall sp_rung_refusal(enum sp_backing rung, int err)
 {
 	struct sp_pool p;
 
+	if (err == -EDQUOT)
+		return SP_FALL_CGROUP;
 	if (err == -EINVAL)
 		return SP_FALL_UNSUPPORTED;
 	if (err != -ENOMEM)
@@ -85,6 +114,7 @@ void sp_rung_forget(struct sp_rung_skip *k)
 }
 
 struct anywhere {
+	enum sp_backing rung;
 	size_t len;
 	int flags;
 	void **out;
@@ -93,12 +123,17 @@ struct anywhere {
 static int map_anywhere(void *arg)
 {
 	struct anywhere *m = arg;
-	return sp_os->mmap(NULL, m->len, PROT_READ | PROT_WRITE, m->flags, -1, 0, m->out);
+	int r = sp_rung_cgroup_room(m->rung, m->len);
+	if (r == 0)
+		r = sp_os->mmap(NULL, m->len, PROT_READ | PROT_WRITE, m->flags, -1, 0, m->out);
+	if (r == 0 && (r = sp_rung_charge(m->rung, *m->out, m->len)) < 0)
+		sp_os->munmap(*m->out, m->len);
+	return r;
 }
 
 int sp_rung_map(const struct sp_rung_ask *a, size_t len, int extra, void **out)
 {
-	struct anywhere m = { .len = len, .out = out,
+	struct anywhere m = { .rung = a->rung, .len = len, .out = out,
 		.flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | extra |
 			 (a->rung == SP_BACKING_1G ? MAP_HUGE_1GB : MAP_HUGE_2MB) };
 	return sp_rung_try(a, map_anywhere, &m);

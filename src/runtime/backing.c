@@ -300,9 +300,17 @@ int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole)
 	/* The pages forked children's copies may need are not the heap's to take. */
 	if (!fork_pool_spares(giga, len >> (giga ? 30 : UNIT_SHIFT)))
 		return -ENOMEM;
-	int r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, huge, -1, 0, &tmp);
+	enum sp_backing rung = giga ? SP_BACKING_1G : SP_BACKING_2M;
+	int r = sp_rung_cgroup_room(rung, len);
+	if (r == 0)
+		r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, huge, -1, 0, &tmp);
 	if (r < 0)
 		return r;
+	/* (Under a hugetlb cgroup limit, faulted in here: never a SIGBUS later.) */
+	if ((r = sp_rung_charge(rung, tmp, len)) < 0) {
+		sp_os->munmap(tmp, len);
+		return r;
+	}
 	r = sp_os->mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at, &out);
 	if (r == 0)
 		return 0;
@@ -315,11 +323,12 @@ int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole)
 	if (sp_os->mmap((void *)at, len, PROT_READ | PROT_WRITE, huge | MAP_FIXED_NOREPLACE, -1,
 			0, &out) < 0)
 		return r;
-	if ((uintptr_t)out == at) {
+	if ((uintptr_t)out == at && sp_rung_charge(rung, out, len) == 0) {
 		*hole = false;
 		return 0;
 	}
-	sp_os->munmap(out, len); /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
+	/* (A kernel without MAP_FIXED_NOREPLACE took it as a hint; or the limit.) */
+	sp_os->munmap(out, len);
 	return r;
 }
 

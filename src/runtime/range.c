@@ -4,7 +4,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 
 #include "bits.h"
 #include "internal.h"
@@ -147,23 +146,24 @@ int pages_init(const struct sp_options *o)
 		pages_note_fall(SP_BACKING_THP, !v->thp_present ? SP_FALL_UNSUPPORTED : SP_FALL_THP_OFF);
 		pg.policy = SP_BACKING_4K;
 	}
-	struct rlimit as, data;
-	bool data_set = getrlimit(RLIMIT_DATA, &data) == 0 && data.rlim_cur != RLIM_INFINITY;
-	pg.lazy = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+	struct sp_limits rl;
+	sp_limits_rlimits(&rl);
+	bool data_set = rl.data_limit != SP_LIMIT_NONE;
+	pg.lazy = rl.as_limit != SP_LIMIT_NONE;
 	pg.tight = pg.lazy || data_set;
 	/* The range never holds more than the limits let it have (and its metadata,
 	 * sized by it, counts against RLIMIT_DATA too). */
 	size_t most = RANGE_MAX_MIB << 20;
-	if (pg.lazy && as.rlim_cur < most)
-		most = as.rlim_cur;
-	if (data_set && data.rlim_cur < most)
-		most = data.rlim_cur;
+	if (pg.lazy && rl.as_limit < most)
+		most = rl.as_limit;
+	if (data_set && rl.data_limit < most)
+		most = rl.data_limit;
 	most = (most + UNIT_SIZE - 1) & ~(UNIT_SIZE - 1);
 	if (pg.lazy && !lazy_place(most))
 		pg.lazy = false; /* (reserved then, as far as the limit lets it be) */
 	if (pg.lazy)
 		rt_verbose(1, "RLIMIT_AS is %zu MiB: the heap's range is claimed as it grows, at %p",
-			   (size_t)(as.rlim_cur >> 20), (void *)pg.base);
+			   (size_t)(rl.as_limit >> 20), (void *)pg.base);
 	for (size_t i = 0; !pg.lazy && i < sizeof sizes_mib / sizeof *sizes_mib; i++) {
 		size_t len = sizes_mib[i] << 20 < most ? sizes_mib[i] << 20 : most;
 		void *p;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -70,6 +71,7 @@ static struct {
 	struct fs fss[MAX_FS];
 	int n_fss, tmpfile_err, tmpfile_calls, unlink_calls, cloexec_cleared;
 	unsigned memfd_flags;
+	uint64_t rlim[RLIMIT_NLIMITS]; /* soft limits set by fk_rlimit, plus one (0: none) */
 } fk;
 
 /* ---------- small helpers ---------- */
@@ -1127,6 +1129,17 @@ static int fk_userfaultfd(int flags)
 	return -ENOSYS;
 }
 
+static int fk_getrlimit(int resource, struct rlimit *out)
+{
+	if (resource < 0 || resource >= RLIMIT_NLIMITS)
+		return -EINVAL;
+	LOCK();
+	uint64_t v = fk.rlim[resource];
+	UNLOCK();
+	out->rlim_cur = out->rlim_max = v ? (rlim_t)(v - 1) : RLIM_INFINITY;
+	return 0;
+}
+
 const struct sp_os fk_os = {
 	.open = fk_open,
 	.read = fk_read,
@@ -1154,6 +1167,7 @@ const struct sp_os fk_os = {
 	.access = fk_access,
 	.fcntl = fk_fcntl,
 	.userfaultfd = fk_userfaultfd,
+	.getrlimit = fk_getrlimit,
 };
 
 /* ---------- the control API ---------- */
@@ -1191,6 +1205,12 @@ void fk_reset(void)
 	fk.clock = 1000ull * 1000000000ull;
 	fkp_reset();
 	pthread_mutex_unlock(&lock);
+}
+
+void fk_rlimit(int resource, uint64_t cur)
+{
+	if (resource >= 0 && resource < RLIMIT_NLIMITS)
+		LOCKED(fk.rlim[resource] = cur == RLIM_INFINITY ? 0 : cur + 1);
 }
 
 void fk_install(void) { sp_os_use(&fk_os); }

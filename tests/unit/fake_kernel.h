@@ -104,6 +104,8 @@ void fk_collapse(int err);
 void fk_mremap_fail(int err);
 
 /* ---- the rest ---- */
+/* getrlimit(resource) gives cur (RLIM_INFINITY, as after fk_reset: none). */
+void fk_rlimit(int resource, uint64_t cur);
 /* Zeroes the call counters (mmap, munmap, madvise, memfd, NORESERVE). */
 void fk_counters_reset(void);
 /* PR_GET_THP_DISABLE returns value; a negative value is an error (-EINVAL: old kernel). */
