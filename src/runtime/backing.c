@@ -93,18 +93,32 @@ enum sp_backing back_units(size_t u, size_t n)
 		if (back_hugetlb(u, n, SP_BACKING_2M))
 			return SP_BACKING_2M;
 		const struct sp_view *v = sp_view_get();
-		return v->thp_never || v->features.thp_disabled_here ? SP_BACKING_4K : SP_BACKING_THP;
+		if (v->thp_never || v->features.thp_disabled_here)
+			return SP_BACKING_4K;
+	} else if (pg.policy != SP_BACKING_THP ||
+		   (pg.small_first && !atomic_load(&pg.promoted))) {
+		return pg.policy == SP_BACKING_THP ? SP_BACKING_4K : pg.policy;
 	}
-	if (pg.policy == SP_BACKING_THP && pg.small_first && !atomic_load(&pg.promoted))
+	/* Near a memory limit, a unit on THP is resident whole from its first touch. */
+	if (atomic_load_explicit(&pg.near, memory_order_relaxed)) {
+		limits_base_unit(n);
 		return SP_BACKING_4K;
-	return pg.policy;
+	}
+	return SP_BACKING_THP;
 }
 
 size_t back_units_most(size_t u, size_t n, enum sp_backing *rest)
 {
 	if (pg.policy == SP_BACKING_2M || pg.policy == SP_BACKING_1G) {
+		size_t got = back_hugetlb_most(u, n);
 		*rest = plain_backing();
-		return back_hugetlb_most(u, n);
+		/* (Near a memory limit, as back_units: base pages.) */
+		if (*rest == SP_BACKING_THP && got < n &&
+		    atomic_load_explicit(&pg.near, memory_order_relaxed)) {
+			limits_base_unit(n - got);
+			*rest = SP_BACKING_4K;
+		}
+		return got;
 	}
 	*rest = back_units(u, n);
 	return 0;
@@ -113,7 +127,8 @@ size_t back_units_most(size_t u, size_t n, enum sp_backing *rest)
 /* The advice the range carries now. */
 int range_advice(void)
 {
-	if (pg.policy == SP_BACKING_4K || (pg.small_first && !atomic_load(&pg.promoted)))
+	if (pg.policy == SP_BACKING_4K || (pg.small_first && !atomic_load(&pg.promoted)) ||
+	    atomic_load_explicit(&pg.near, memory_order_relaxed))
 		return MADV_NOHUGEPAGE;
 	return MADV_HUGEPAGE;
 }
@@ -170,11 +185,25 @@ static bool heap_dense(size_t units)
 	return true;
 }
 
+/* Whether unit u is dense enough to collapse under a memory limit: a large block's,
+ * or the heap's with at most an eighth of its pages free (a collapse makes the free
+ * ones resident too). */
+static bool unit_dense(size_t u)
+{
+	const struct unit *x = &pg.units[u];
+	return x->state == U_LARGE || (x->state == U_HEAP && x->nfree * 8 <= PAGES_PER_UNIT);
+}
+
 /* The heap has grown big, or dense (heap_dense): THP from now on for all of it, and
  * the units in use are collapsed into huge pages now rather than whenever khugepaged
- * comes by. Runs after an allocation, without the lock. */
+ * comes by (under a memory limit, the dense ones only). Not near a memory limit
+ * (limits.c): the promotion waits until the heap is far from it again. Runs after an
+ * allocation, without the lock; so does the look at the limit. */
 void maybe_promote(void)
 {
+	limits_tick();
+	if (atomic_load_explicit(&pg.near, memory_order_relaxed))
+		return;
 	size_t units = __atomic_load_n(&pg.st.units[SP_BACKING_4K], __ATOMIC_RELAXED);
 	if (pg.small_first && !atomic_load_explicit(&pg.promoted, memory_order_relaxed) &&
 	    !atomic_load_explicit(&pg.promote_pending, memory_order_relaxed) &&
@@ -200,8 +229,10 @@ void maybe_promote(void)
 	 * collapse the kernel could not do at once (EAGAIN: a page was busy, as another
 	 * thread's fault there) is tried twice more, or the unit stayed on base pages
 	 * until khugepaged came by: 2 of the 7 units of the mixed kernel on 2 threads. */
+	bool limited = limits_on();
 	for (size_t u = 0; u < top; u++)
-		if (pg.units[u].state == U_HEAP || pg.units[u].state == U_LARGE)
+		if ((pg.units[u].state == U_HEAP || pg.units[u].state == U_LARGE) &&
+		    (!limited || unit_dense(u)))
 			for (int k = 0; k < 3 && sp_os->madvise((void *)unit_addr(u), UNIT_SIZE,
 								 MADV_COLLAPSE) == -EAGAIN; k++)
 				;

@@ -392,6 +392,12 @@ void shm_fork_after(void);
 
 void pages_lock(void);
 void pages_unlock(void);
+/* Whether the heap is near a memory cgroup's limit (limits.c): no new memory of the
+ * runtime's goes on THP. */
+bool pages_near_limit(void);
+/* In a forked child: the look at the limit another thread of the parent may have
+ * been making is not this process's; the next look comes soon. */
+void limits_fork_child(void);
 void pages_stats(struct rt_stats *st);
 /* Counts a program's mmap served by mmap.c (large: aligned; else from units). */
 void pages_note_mmap(bool large);

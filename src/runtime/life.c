@@ -147,6 +147,7 @@ void rt_fork_child(void)
 	central_fork_unlock();
 	pack_fork_child();
 	rt_live_fork_child();
+	limits_fork_child();
 	shm_fork_after();
 	stacks_fork_child();
 	errno = fork_errno;

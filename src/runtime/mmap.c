@@ -60,8 +60,9 @@ static void *large_map(size_t len, int flags)
 	if (r < 0)
 		return fail(-r);
 	uintptr_t a = (uintptr_t)m;
-	sp_os->madvise((void *)a, rounded,
-		       o->backing == SP_BACKING_4K ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+	/* (Near a memory limit, no THP for it: as the heap's units, pages_near_limit.) */
+	sp_os->madvise((void *)a, rounded, o->backing == SP_BACKING_4K || pages_near_limit()
+					       ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
 	if (flags & MAP_POPULATE)
 		sp_os->madvise((void *)a, rounded, MADV_POPULATE_WRITE);
 	pages_note_mmap(true);

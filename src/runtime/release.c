@@ -46,8 +46,8 @@ bool retire_units(size_t u, size_t n, struct release *rel)
 	if (lately > limit)
 		limit = lately < most ? lately : most;
 	/* (1 GiB pages are not kept: a fraction of one is not a unit to give out. Under
-	 * SUPERPAGE_SHRINK none is.) */
-	if (rt_options()->shrink)
+	 * SUPERPAGE_SHRINK none is, nor near a memory limit.) */
+	if (rt_options()->shrink || atomic_load_explicit(&pg.near, memory_order_relaxed))
 		limit = 0;
 	if (!pg.tight && pg.units[u].backing != SP_BACKING_1G && !mapping && pg.cached + n <= limit) {
 		for (size_t i = u; i < u + n; i++) {

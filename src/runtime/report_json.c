@@ -62,6 +62,25 @@ static void json_heap(struct out *o, const struct rt_stats *st)
 		(unsigned long long)st->forks_short);
 }
 
+/* "limits": the memory cgroup's (version 0: none mounted; limit 0: none) and what the
+ * heap did near it; the hugetlb controller's limits, RLIMIT_AS and RLIMIT_DATA (0:
+ * none). */
+static void json_limits(struct out *o, const struct rt_stats *st)
+{
+	put_fmt(o, ",\"limits\":{\"memory_cgroup\":%d,\"memory_limit\":%llu,\"least_room\":%llu,"
+		"\"looks\":%llu,\"near\":%llu,\"near_ns\":%llu,\"kept_units_given_back\":%llu,"
+		"\"free_bytes_given_back\":%llu,\"base_units\":%llu,",
+		st->limit_version, (unsigned long long)st->limit_bytes,
+		(unsigned long long)st->limit_least_room, (unsigned long long)st->limit_looks,
+		(unsigned long long)st->limit_nears,
+		(unsigned long long)st->limit_near_ns, (unsigned long long)st->limit_kept_given,
+		(unsigned long long)st->limit_free_given, (unsigned long long)st->limit_base_units);
+	put_fmt(o, "\"hugetlb_2m_limit\":%llu,\"hugetlb_1g_limit\":%llu,\"rlimit_as\":%llu,"
+		"\"rlimit_data\":%llu}",
+		(unsigned long long)st->limit_hugetlb[0], (unsigned long long)st->limit_hugetlb[1],
+		(unsigned long long)st->limit_as, (unsigned long long)st->limit_data);
+}
+
 /* "falls": {"rung":{"reason":N,...},...}, the rungs with none left out. */
 static void json_falls(struct out *o, const struct rt_stats *st)
 {
@@ -119,6 +138,7 @@ void report_json(struct out *o, const struct account *a)
 {
 	json_coverage(o, a);
 	json_heap(o, &a->st);
+	json_limits(o, &a->st);
 	json_falls(o, &a->st);
 	json_options(o, a);
 	put_str(o, "}\n");

@@ -165,6 +165,60 @@ static void text_units(struct out *o, const struct account *a, bool tlb)
 		(unsigned long long)st->kept_units);
 }
 
+/* The limits the process runs under, if any, and what the heap did near the memory
+ * cgroup's: "limits: memory cgroup v1 512.0 MiB, least room 9.1 MiB; near it 1 time
+ * (0.4 s): 0 empty units and 16.5 MiB of free pages given back, 12 units on base
+ * pages rather than THP". */
+static void text_limits(struct out *o, const struct account *a)
+{
+	const struct rt_stats *st = &a->st;
+	static const char *const huge[2] = { "2 MiB", "1 GiB" };
+
+	if (!st->limit_bytes && !st->limit_hugetlb[0] && !st->limit_hugetlb[1] && !st->limit_as &&
+	    !st->limit_data)
+		return;
+	line_start(o, a);
+	put_str(o, "limits:");
+	if (st->limit_bytes) {
+		put_fmt(o, " memory cgroup v%d ", st->limit_version);
+		put_human(o, st->limit_bytes);
+		put_str(o, ", least room ");
+		put_human(o, st->limit_least_room);
+		if (st->limit_nears) {
+			put_fmt(o, "; near it %llu time%s (%llu.%llu s): %llu empty units and ",
+				(unsigned long long)st->limit_nears, st->limit_nears == 1 ? "" : "s",
+				(unsigned long long)(st->limit_near_ns / 1000000000ull),
+				(unsigned long long)(st->limit_near_ns / 100000000ull % 10),
+				(unsigned long long)st->limit_kept_given);
+			put_human(o, st->limit_free_given);
+			put_fmt(o, " of free pages given back, %llu units on base pages rather than THP",
+				(unsigned long long)st->limit_base_units);
+		} else {
+			put_str(o, "; never near it");
+		}
+		put_char(o, ';');
+	}
+	for (int g = 0; g < 2; g++)
+		if (st->limit_hugetlb[g]) {
+			put_fmt(o, " hugetlb cgroup %s pages ", huge[g]);
+			put_human(o, st->limit_hugetlb[g]);
+			put_char(o, ';');
+		}
+	if (st->limit_as) {
+		put_str(o, " RLIMIT_AS ");
+		put_human(o, st->limit_as);
+		put_char(o, ';');
+	}
+	if (st->limit_data) {
+		put_str(o, " RLIMIT_DATA ");
+		put_human(o, st->limit_data);
+		put_char(o, ';');
+	}
+	if (o->len && o->buf[o->len - 1] == ';')
+		o->len--;
+	put_char(o, '\n');
+}
+
 /* --shm: SysV segments and shared mappings on hugetlb, and the falls. */
 static void text_shm(struct out *o, const struct account *a)
 {
@@ -228,6 +282,7 @@ void report_text(struct out *o, const struct account *a)
 	text_coverage(o, a);
 	text_malloc(o, a, tlb);
 	text_units(o, a, tlb);
+	text_limits(o, a);
 	if (opt->shm)
 		text_shm(o, a);
 	if (opt->text != SP_TEXT_NO)

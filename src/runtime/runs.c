@@ -552,6 +552,10 @@ void pages_free(struct span *s)
 		outside_free(s);
 		return;
 	}
+	/* Near a memory limit, the run's pages go back to the kernel as they are freed:
+	 * before the lock, while they are still the caller's (limits.c). */
+	if (s->kind != SPAN_LARGE && atomic_load_explicit(&pg.near, memory_order_relaxed))
+		limits_give_back(s->start, s->npages);
 	pthread_mutex_lock(&pg.lock);
 	size_t p0 = page_of(s->start);
 	if (s->kind == SPAN_LARGE) {
@@ -601,6 +605,8 @@ bool pages_resize_run(struct span *s, size_t npages)
 	if (npages == 0 || (npages > s->npages && (npages > most ||
 						   (s->kind != SPAN_MEDIUM && s->kind != SPAN_FIT))))
 		return false;
+	if (npages < s->npages && atomic_load_explicit(&pg.near, memory_order_relaxed))
+		limits_give_back(s->start + (npages << PAGE_SHIFT), s->npages - npages);
 	pthread_mutex_lock(&pg.lock);
 	if (npages < s->npages) {
 		if (span_maps_all(s->kind))

@@ -50,6 +50,17 @@ struct rt_stats {
 	/* Forks that shared private hugetlb memory with the child (fork.c); heap units
 	 * moved to THP to make room in the pool for them; those short of room. */
 	uint64_t forks_shared, fork_moved_units, forks_short;
+	/* Limits (limits.c): the memory cgroup's version (0: none mounted) and its limit
+	 * where the room was least (0: none), the least room seen, the looks at it
+	 * (each reads the cgroup's files); times the heap came
+	 * near it and for how long in all; what it did there: empty units given back,
+	 * bytes of free pages given back, units put on base pages rather than THP. The
+	 * hugetlb controller's limits for 2 MiB and 1 GiB pages, RLIMIT_AS and
+	 * RLIMIT_DATA (0: none). */
+	int limit_version;
+	uint64_t limit_bytes, limit_least_room, limit_looks, limit_nears, limit_near_ns;
+	uint64_t limit_kept_given, limit_free_given, limit_base_units;
+	uint64_t limit_hugetlb[2], limit_as, limit_data;
 };
 void rt_stats_get(struct rt_stats *out);
 /* Adds the program break's counts and falls to st (brk.c). */

@@ -102,6 +102,8 @@ uint64_t pages_unit_events(void)
 void count_units(enum sp_backing b, long n)
 {
 	atomic_fetch_add_explicit(&pg.st.unit_events, 1, memory_order_relaxed);
+	if (n > 0)
+		atomic_fetch_add_explicit(&pg.st.units_added, (uint64_t)n, memory_order_relaxed);
 	pg.st.units[b] += (uint64_t)n;
 	uint64_t total = 0;
 	for (int i = 0; i < SP_BACKING_COUNT; i++)
@@ -181,6 +183,7 @@ void pages_stats(struct rt_stats *st)
 	st->large_mmaps = atomic_load(&pg.st.large_mmaps);
 	pack_stats(&st->packed, &st->packed_collapsed, &st->packed_refused);
 	fork_stats(st);
+	limits_stats(st);
 	pthread_mutex_lock(&pg.lock);
 	memcpy(st->units, pg.st.units, sizeof st->units);
 	st->units_peak = pg.st.units_peak;

@@ -65,6 +65,7 @@ struct page_counts {
 	 * last reached, or RECENT_NS ago. */
 	uint64_t recent_peak, recent_peak_ns;
 	_Atomic uint64_t unit_events; /* changes of units, for rt_live_tick */
+	_Atomic uint64_t units_added; /* units that joined, for limits_tick */
 	_Atomic uint64_t small_mmaps, large_mmaps;
 };
 
@@ -100,6 +101,9 @@ struct pages {
 	bool small_first;
 	_Atomic bool promoted, promote_pending;
 	_Atomic uint64_t dense_at; /* when auto last looked whether the heap is dense */
+	/* Near a memory limit (limits.c): no empty units kept, units on base pages
+	 * (range_advice, back_units), the pages runs free given back. */
+	_Atomic bool near;
 	_Atomic size_t dense_units; /* the units on base pages when it last looked on growth */
 	struct page_counts st;
 };
@@ -198,6 +202,13 @@ void release_units(const struct release *rel);
 void release_units_locked(const struct release *rel);
 bool mapping_unit_freed(size_t u, struct release *rel);
 void release_emptied(size_t u, size_t n);
+/* limits.c */
+void limits_init(void);
+void limits_tick(void);
+bool limits_on(void);
+void limits_give_back(uintptr_t start, size_t npages);
+void limits_base_unit(size_t n);
+void limits_stats(struct rt_stats *st);
 /* demote.c */
 bool demote_units(size_t u);
 /* outside.c */
