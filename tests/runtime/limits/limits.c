@@ -7,6 +7,12 @@
  *                            (the child checks and writes its own copy), every byte
  *                            checked at each step; then one block of MIB/2 MiB.
  *                            Prints "mix ok N blocks"; exits 1 at the first fault.
+ *        limits need MIB     blocks of the same dozen sizes, never more than MIB MiB
+ *                            of them at once: filled up to MIB, then rounds that free
+ *                            half of them and fill the room again with other sizes,
+ *                            and reallocs that keep within MIB; every byte checked
+ *                            at each step (no fork: a program that needs MIB MiB).
+ *                            Prints "need ok N blocks"; exits 1 at the first fault.
  *        limits max KIB      mallocs of KIB KiB until one fails, then the largest
  *                            single malloc (to 1 MiB): "max_mib=M largest_mib=L".
  *        limits huge N GIB   N mallocs of GIB GiB, untouched but for a word at each
@@ -191,6 +197,89 @@ static int mix(size_t total)
 	return 0;
 }
 
+/* A number from k and r that looks random enough to pick blocks by. */
+static unsigned pick(size_t k, unsigned r)
+{
+	uint64_t x = (k + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)r * 0xc2b2ae3d27d4eb4full;
+	return (unsigned)(x >> 33 ^ x >> 17);
+}
+
+static int need(size_t total, unsigned rounds)
+{
+	size_t cap = 1 << 14, n = 0, live = 0, blocks = 0;
+	struct block *bs = calloc(cap, sizeof *bs);
+	if (!bs)
+		return printf("FAIL limits: no table\n"), 1;
+	/* Filled up to total, in sizes in turn. */
+	for (size_t k = 0; n < cap; k++) {
+		size_t size = sizes[k % NSIZES];
+		if (live + size > total) {
+			if (size <= sizes[0] || k > 16 * cap)
+				break;
+			continue;
+		}
+		struct block *b = &bs[n++];
+		b->size = size;
+		b->seed = (unsigned)k;
+		if (!(b->p = malloc(size)))
+			return printf("FAIL limits: malloc(%zu) failed with %zu MiB in use\n", size,
+				      live >> 20), 1;
+		fill(b, 0);
+		live += size;
+		blocks++;
+	}
+	if (check_all(bs, n, "after malloc"))
+		return 1;
+	/* Rounds: half the blocks freed, picked at random, and the room filled again
+	 * with blocks of other sizes: what stays behind holes of every size. */
+	for (unsigned r = 1; r <= rounds; r++) {
+		for (size_t k = 0; k < n; k++)
+			if (bs[k].p && pick(k, r) % 2) {
+				free(bs[k].p);
+				bs[k].p = NULL;
+				live -= bs[k].size;
+			}
+		for (size_t k = 0, tries = 0; tries < 4 * n; tries++, k = (k + 1) % n) {
+			struct block *b = &bs[k];
+			size_t size = sizes[pick(k, r + 100) % NSIZES];
+			if (b->p || live + size > total)
+				continue;
+			b->size = size;
+			b->seed = (unsigned)(k * 131 + r);
+			if (!(b->p = malloc(size)))
+				return printf("FAIL limits: malloc(%zu) failed with %zu MiB in use "
+					      "(round %u)\n", size, live >> 20, r), 1;
+			fill(b, 0);
+			live += size;
+			blocks++;
+		}
+		/* Some blocks to another size, within the total. */
+		for (size_t k = r % 4; k < n; k += 4) {
+			struct block *b = &bs[k];
+			size_t to = sizes[pick(k, r + 200) % NSIZES];
+			if (!b->p || live - b->size + to > total)
+				continue;
+			unsigned char *q = realloc(b->p, to);
+			if (!q)
+				return printf("FAIL limits: realloc(%zu -> %zu) failed\n", b->size, to), 1;
+			b->p = q;
+			size_t keep = to < b->size ? to : b->size;
+			if (check(&(struct block){ q, keep, b->seed }, keep, "after realloc"))
+				return 1;
+			live = live - b->size + to;
+			b->size = to;
+			fill(b, keep);
+		}
+		if (check_all(bs, n, "after a round"))
+			return 1;
+	}
+	for (size_t k = 0; k < n; k++)
+		free(bs[k].p);
+	free(bs);
+	printf("need ok %zu blocks\n", blocks);
+	return 0;
+}
+
 static int max(size_t step)
 {
 	size_t cap = 1 << 20, n = 0;
@@ -249,10 +338,12 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (argc == 3 && !strcmp(argv[1], "mix"))
 		return mix(strtoul(argv[2], NULL, 0) * MB);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "need"))
+		return need(strtoul(argv[2], NULL, 0) * MB, argc == 4 ? (unsigned)atoi(argv[3]) : 6);
 	if (argc == 3 && !strcmp(argv[1], "max"))
 		return max(strtoul(argv[2], NULL, 0) * KB);
 	if (argc == 4 && !strcmp(argv[1], "huge"))
 		return huge(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
-	fprintf(stderr, "usage: limits mix MIB | max KIB | huge N GIB\n");
+	fprintf(stderr, "usage: limits mix MIB | need MIB | max KIB | huge N GIB\n");
 	return 2;
 }
