@@ -276,7 +276,8 @@ static void say_moved(long units)
 {
 	static _Atomic int said;
 	atomic_fetch_add(&n_moved, (uint64_t)units);
-	if (units <= 0 || atomic_exchange(&said, 1))
+	/* (With --verbose: the program's stderr is its own; --stats counts it.) */
+	if (units <= 0 || rt_options()->verbose < 1 || atomic_exchange(&said, 1))
 		return;
 	rt_say("fork: the pool had room for %ld of the %ld huge pages of 2 MiB (%ld of %ld "
 	       "of 1 GiB) the child shares: %ld units of 2 MiB moved to THP to make room "

@@ -97,11 +97,7 @@ void rt_fall(enum sp_backing rung, enum sp_fall why)
 	uint64_t bit;
 	int me;
 
-	/* Said with --verbose; and without it, a fall from the hugetlb pages the user
-	 * asked for by name (--backing 2m or 1g): the pool is what they chose. */
-	bool asked = opt && (opt->backing == SP_BACKING_2M || opt->backing == SP_BACKING_1G) &&
-		     (rung == SP_BACKING_2M || rung == SP_BACKING_1G);
-	if (!opt || (opt->verbose < 1 && !asked) || (unsigned)rung >= SP_BACKING_COUNT ||
+	if (!opt || opt->verbose < 1 || (unsigned)rung >= SP_BACKING_COUNT ||
 	    (unsigned)why >= SP_FALL_COUNT)
 		goto out;
 	me = (int)getpid();

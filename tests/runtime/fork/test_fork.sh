@@ -97,7 +97,7 @@ test_fork_2m() { # mode:room|empty|short
 	: >"$tmp/stats.json"
 	chmod 666 "$tmp/stats.json" # (short: written as another user)
 	limited "$tmp/sp.out" "$tmp/sp.err" "${as[@]}" "$SP" run --stats="$tmp/stats.json" \
-		--backing 2m -- "$P/forksnap" "$mode" $forks $mib
+		--backing 2m --verbose -- "$P/forksnap" "$mode" $forks $mib
 	src=$rc
 	restore
 	local said

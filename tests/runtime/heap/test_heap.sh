@@ -176,7 +176,7 @@ test_heap_affine() {
 }
 
 # Under --backing 2m a block the pool cannot hold whole takes the pages the pool has
-# and THP for the rest, and says so once without --verbose.
+# and THP for the rest, and --verbose says so once.
 test_block_pool_short() {
 	local name=block_pool_short got n
 	if ! have_python; then
@@ -188,7 +188,7 @@ test_block_pool_short() {
 		return
 	fi
 	plain "$P/bigblock" 128
-	sprun_stats --backing 2m -- "$P/bigblock" 128
+	sprun_stats --backing 2m --verbose -- "$P/bigblock" 128
 	restore
 	n=$(grep -c '^superpage: 2m: 128 MiB wanted 64 pages of 2 MiB and the pool had' "$tmp/sp.err")
 	got=$("$PY" -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]["hugetlb_bytes"] >> 20)' "$tmp/stats.json" 2>/dev/null)
