@@ -354,7 +354,7 @@ for p in "${progs[@]}"; do
 			if [ "$sum" = "$plain_sum" ]; then
 				v="OK"
 			else
-				v="DIFF output $sum, plain $plain_sum: $(diff "$tmp/$p/plain/out" "$d/out" | grep '^[<>]' | head -n 2 | tr '\n' ' ' | cut -c 1-160)"
+				v="DIFF output $sum, plain $plain_sum: $(diff "$tmp/$p/plain/out" "$d/out" | grep '^[<>]' | head -n 2 | tr '\n' ' ' | cut -c 1-160 || true)"
 			fi
 		else
 			v=$(run_verdict "$d" "$rc")
