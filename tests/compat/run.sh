@@ -6,8 +6,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 ALL_MODES=(auto thp 2m 4k all always promote)
-PROGRAMS=(python-heap python-tests perl ruby lua php node java redis postgres memcached
-	mariadb sqlite3 git gcc-build clang-build xz zstd sort)
+PROGRAMS=(python-heap python-tests cpython-fork perl ruby lua php node java redis postgres
+	memcached mariadb sqlite3 git gcc-build clang-build xz zstd sort)
 
 usage() {
 	cat <<EOF
