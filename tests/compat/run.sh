@@ -5,7 +5,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-ALL_MODES=(auto thp 2m 4k all always promote)
+ALL_MODES=(auto thp 2m 1g 4k all always promote)
 PROGRAMS=(python-heap python-tests cpython-fork perl ruby lua php node java redis postgres
 	memcached mariadb sqlite3 git gcc-build clang-build xz zstd sort)
 
@@ -19,7 +19,9 @@ each mode, and compares each mode's output with the plain run's (a hash of it, o
 data check for servers). Missing programs are installed with apt-get when root, else
 their rows are skipped. Modes:
   auto  superpage run            thp  --backing thp      2m  --backing 2m
-  4k    --backing 4k             all  --text=all --stacks --shm
+  1g    --backing 1g             4k   --backing 4k       all --text=all --stacks --shm
+        (1g: regions of 1 GiB or more on 1 GiB pages, the rest as 2m; SKIP without a
+        free 1 GiB page)
   always  plain, with the kernel's THP set to "always" for the run (root; put back):
         what the kernel's own huge pages give and cost, to set the others against
   promote  plain, its processes promoted with superpage promote while it works (root):
@@ -35,7 +37,8 @@ promote that share before>after the promotion, of the command whose processes he
 most (promoted.py; SKIP if it ended before it was promoted); RSS the peak RSS
 (/usr/bin/time %M, the largest of the program's commands) over plain's (hugetlb pages
 are not in RSS, so 2m reads low). The run holds /tmp/sp-pool.lock and, as root, sets
-up a 2 MiB hugetlb pool (POOL_PAGES, default 768 = 1.5 GiB) put back at exit.
+up a 2 MiB hugetlb pool (POOL_PAGES, default 768 = 1.5 GiB) and, for 1g, sees that
+the 1 GiB pool has POOL_1G_PAGES (default 2) free, both put back at exit.
 
 options:
   --only LIST    comma-separated programs (default: all)
@@ -139,7 +142,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 case " ${run_modes[*]} " in
-*" 2m "* | *" all "*)
+*" 2m "* | *" 1g "* | *" all "*)
 	if ! is_root; then
 		pool_note="not root: no 2 MiB pool set up (2m falls back to THP)"
 	elif [ ! -w "$nr" ]; then
@@ -149,6 +152,26 @@ case " ${run_modes[*]} " in
 		sysfs_write "$nr" $((was + POOL_PAGES)) || true
 		got=$(($(cat "$nr") - was))
 		pool_note="2 MiB pool: $got pages added for the suite (asked $POOL_PAGES), put back to $was at exit"
+	fi
+	;;
+esac
+# 1g: regions of 1 GiB or more on 1 GiB pages, smaller ones on the 2 MiB pool's.
+POOL_1G_PAGES=${POOL_1G_PAGES:-2}
+nr1g=/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages
+free1g=${nr1g%/*}/free_hugepages
+pool1g_note=''
+case " ${run_modes[*]} " in
+*" 1g "*)
+	if [ ! -e "$nr1g" ]; then
+		pool1g_note="no 1 GiB pages on this machine"
+	elif [ "$(cat "$free1g")" -ge "$POOL_1G_PAGES" ]; then
+		pool1g_note="1 GiB pool: $(cat "$free1g") pages free"
+	elif ! is_root || [ ! -w "$nr1g" ]; then
+		pool1g_note="1 GiB pool: $(cat "$free1g") pages free, not root to add more"
+	else
+		was=$(cat "$nr1g")
+		sysfs_write "$nr1g" $((was + POOL_1G_PAGES - $(cat "$free1g"))) || true
+		pool1g_note="1 GiB pool: $(($(cat "$nr1g") - was)) pages added for the suite, $(cat "$free1g") free, put back to $was at exit"
 	fi
 	;;
 esac
@@ -174,6 +197,7 @@ mode_words() { # mode -> superpage run options
 	auto) ;;
 	thp) echo "--backing thp" ;;
 	2m) echo "--backing 2m" ;;
+	1g) echo "--backing 1g" ;;
 	4k) echo "--backing 4k" ;;
 	all) echo "--text=all --stacks --shm" ;;
 	esac
@@ -272,7 +296,7 @@ done
 declare -A cell
 failures=() notes=()
 npass=0 nfail=0 nskip=0 nknown=0
-echo "compat: ${progs[*]} x plain ${run_modes[*]}; work in $tmp${pool_note:+; $pool_note}"
+echo "compat: ${progs[*]} x plain ${run_modes[*]}; work in $tmp${pool_note:+; $pool_note}${pool1g_note:+; $pool1g_note}"
 for p in "${progs[@]}"; do
 	id=${p//-/_}
 	pdir=$tmp/$p
@@ -329,6 +353,12 @@ for p in "${progs[@]}"; do
 		if [ "$m" = always ] && ! thp_always; then
 			cell["$p $m"]="SKIP"
 			echo "SKIP $p $m: $thp_why"
+			nskip=$((nskip + 1))
+			continue
+		fi
+		if [ "$m" = 1g ] && { [ ! -e "$free1g" ] || [ "$(cat "$free1g")" = 0 ]; }; then
+			cell["$p $m"]="SKIP"
+			echo "SKIP $p $m: no free 1 GiB page${pool1g_note:+ ($pool1g_note)}"
 			nskip=$((nskip + 1))
 			continue
 		fi
@@ -421,6 +451,7 @@ if [ ${#notes[@]} -gt 0 ]; then
 	printf '  %s\n' "${notes[@]}"
 fi
 [ -z "$pool_note" ] || echo "$pool_note"
+[ -z "$pool1g_note" ] || echo "$pool1g_note"
 el=$(($(date +%s) - start))
 echo "elapsed: $((el / 60)) min $((el % 60)) s; $nknown known failures (tests/compat/known-failures) not counted"
 echo "$npass passed, $nfail failed, $nskip skipped"
