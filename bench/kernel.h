@@ -132,8 +132,9 @@ static inline void bench_result(struct bench_args *a, const char *name, uint64_t
 		a->failed = 1;
 }
 
-/* With BENCH_SMAPS set (superpage bench sets it), prints what the kernel's data and
- * text got, read from /proc/self/smaps while its arrays are still mapped:
+/* Prints to out what the kernel's data and text got, read from /proc/self/smaps while
+ * its arrays are still mapped (bench_exit prints it to stdout with BENCH_SMAPS set,
+ * as superpage bench sets it; the last such line on stdout is the one judged):
  *   memory data_bytes=N thp_bytes=N hugetlb_2m_bytes=N hugetlb_1g_bytes=N largest_bytes=N
  *          text_bytes=N text_huge_bytes=N text_hugetlb_bytes=N   (one line)
  * data is every anonymous mapping but the stack and code (the heap, mmaps, hugetlb),
@@ -143,7 +144,7 @@ static inline void bench_result(struct bench_args *a, const char *name, uint64_t
  * anonymous executable ones, where superpage run --text puts the code it moves;
  * text_huge is the part on huge pages of any kind (THP, PMD-mapped page cache,
  * hugetlb), text_hugetlb the part on hugetlb pages. */
-static inline void bench_print_memory(void)
+static inline void bench_print_memory_to(FILE *out)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
 	char line[512], exe[256];
@@ -154,7 +155,7 @@ static inline void bench_print_memory(void)
 
 	exe[n > 0 ? n : 0] = 0;
 	if (!f) {
-		printf("memory unknown=%d\n", errno);
+		fprintf(out, "memory unknown=%d\n", errno);
 		return;
 	}
 	while (fgets(line, sizeof line, f)) {
@@ -207,11 +208,16 @@ static inline void bench_print_memory(void)
 		}
 	}
 	fclose(f);
-	printf("memory data_bytes=%llu thp_bytes=%llu hugetlb_2m_bytes=%llu hugetlb_1g_bytes=%llu "
-	       "largest_bytes=%llu text_bytes=%llu text_huge_bytes=%llu text_hugetlb_bytes=%llu\n",
-	       data << 10, thp << 10, tlb2m << 10, tlb1g << 10, (unsigned long long)bench_largest,
-	       text << 10, text_huge << 10, text_tlb << 10);
-	fflush(stdout);
+	fprintf(out, "memory data_bytes=%llu thp_bytes=%llu hugetlb_2m_bytes=%llu hugetlb_1g_bytes=%llu "
+		"largest_bytes=%llu text_bytes=%llu text_huge_bytes=%llu text_hugetlb_bytes=%llu\n",
+		data << 10, thp << 10, tlb2m << 10, tlb1g << 10, (unsigned long long)bench_largest,
+		text << 10, text_huge << 10, text_tlb << 10);
+	fflush(out);
+}
+
+static inline void bench_print_memory(void)
+{
+	bench_print_memory_to(stdout);
 }
 
 /* The kernel's exit status; call it last, with the arrays still allocated. */

@@ -101,7 +101,8 @@ void bench_write_svg(FILE *f, const struct bench_machine *m, const struct bench_
 /* ---------- the kernels: every fact of one in one row (kernels.c) ---------- */
 
 /* How a kernel's --size turns into bytes of data. */
-enum bench_est { BENCH_EST_BYTES, BENCH_EST_MATRIX, BENCH_EST_POINTS, BENCH_EST_GRID };
+enum bench_est { BENCH_EST_BYTES, BENCH_EST_MATRIX, BENCH_EST_POINTS, BENCH_EST_GRID,
+		 BENCH_EST_HEAP };
 /* How it goes through its pages: what the table's "why" says of it. */
 enum bench_walk { BENCH_WALK_STREAM, BENCH_WALK_RANDOM, BENCH_WALK_COLUMNS };
 
@@ -124,6 +125,11 @@ struct bench_kernel {
 	                          of 4K), or it goes to random pages, or it streams */
 	bool curve;            /* its rows make the SVG's working-set curve (time per load
 	                          against size) */
+	bool forks;            /* forks while its threads allocate: its data is malloc's heap
+	                          (no ideal), shared with each child copy on write, so the
+	                          pools need as many pages free again (src/runtime/fork.c);
+	                          from 2G on half of it is one array in whole GiBs, the part
+	                          1 GiB pages can take */
 	const char *about;     /* what it does, for a reader without the source */
 };
 
@@ -133,8 +139,11 @@ const struct bench_kernel *bench_kernel_find(const char *name, size_t n);
 const struct bench_kernel *bench_kernel_of(const char *case_name);
 /* The kernels that run here, in the table's order: the i-th, NULL past the last. */
 const struct bench_kernel *bench_kernel_at(int i);
-/* Bytes of data k has at this size (sizes the pools). */
+/* Bytes of data k has at this size. */
 uint64_t bench_kernel_bytes(const struct bench_kernel *k, uint64_t size);
+/* Pool pages of page bytes (2 MiB or 1 GiB) a run of k at this size may take: its data
+ * (of 1 GiB pages, what of it is that large), twice over for a kernel that forks. */
+uint64_t bench_kernel_pool_pages(const struct bench_kernel *k, uint64_t size, uint64_t page);
 
 /* ---------- the plan: the ways to run a kernel, and the kernels' sizes (plan.c) ---------- */
 
@@ -161,6 +170,7 @@ struct bench_item {
 	const struct bench_kernel *k;
 	const char *size;      /* as given to --size */
 	char dec[24];          /* the same in decimal: the rows' size, as the kernels print it */
+	uint64_t value;        /* the same as a number */
 	uint64_t bytes;        /* bench_kernel_bytes */
 };
 

@@ -50,6 +50,14 @@ static const struct bench_kernel kernels[] = {
 	  .about = "gups's updates timed before and after superpage promote collapsed the "
 		   "running kernel's table onto huge pages (the promote column: run plain, "
 		   "promoted between its passes)" },
+	/* 4G: a hugetlb heap 100 times the size of 40M's, whose fork should cost about as
+	 * much (src/runtime/fork.c); in a full run only, a minute or more a run under 2m
+	 * and 1g, where each child copies the heap it shares before it can _exit. */
+	{ "fork", "40M 512M 4G", "40M", BENCH_EST_HEAP, 1, .forks = true, .walk = S,
+	  .about = "fork() timed in the parent while 2 threads malloc, write and free blocks of "
+		   "16 B-4 MiB; each child checks it sees the parent's data and _exits. size: the "
+		   "data held besides, filled; median and p90 of the call, and child: until it "
+		   "is reaped (judged by the pages its data had when the forks began)" },
 	/* Not in --quick: make bench puts mallocs side by side with bench/compare.sh. */
 	{ "malloc", "1 2", NULL, BENCH_EST_POINTS, 0, .allocator = true, .walk = S,
 	  .about = "malloc and free themselves (mixed sizes, hand-offs, realloc)" },
@@ -115,8 +123,23 @@ uint64_t bench_kernel_bytes(const struct bench_kernel *k, uint64_t size)
 		b = size == 1 ? 65ull * 65 * 129 : size == 2 ? 129ull * 129 * 257 : 257ull * 257 * 513;
 		b *= 14 * 4;
 		break;
+	case BENCH_EST_HEAP: /* the data held, and the threads' blocks: tens of MiB at peak */
+		b = size + 48 * MIB;
+		break;
 	default:
 		b = size;
 	}
 	return b * k->mult + 16 * MIB;
+}
+
+uint64_t bench_kernel_pool_pages(const struct bench_kernel *k, uint64_t size, uint64_t page)
+{
+	uint64_t b = bench_kernel_bytes(k, size);
+
+	if (page >= GIB)
+		/* Of a kernel that forks, its array (bench/kernels/fork.c); of the others, any
+		 * data of a GiB or more may be an array that large. */
+		b = k->forks ? (size >= 2 * GIB ? size / 2 / GIB * GIB : 0) : b >= GIB ? b : 0;
+	/* The room a fork needs: every huge page the child shares, free in the pool. */
+	return (k->forks ? 2 : 1) * ((b + page - 1) / page);
 }

@@ -110,6 +110,7 @@ static int plan_size(struct bench *b, const struct bench_kernel *k, const char *
 	}
 	it->k = k;
 	it->size = names[b->nitems];
+	it->value = v;
 	it->bytes = bench_kernel_bytes(k, v);
 	snprintf(it->dec, sizeof it->dec, "%llu", (unsigned long long)v);
 	b->nitems++;

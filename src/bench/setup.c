@@ -1,8 +1,11 @@
 /* setup.c - what the bench changes on the machine (pool sizes, THP's mode) and puts back, also on a signal. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -138,6 +141,30 @@ static void raise_pool(int i, long pages)
 		r == -ENOMEM ? " (the kernel gave fewer than asked: runs that need more are marked)" : "");
 }
 
+/* One pool user at a time on the machine: tests/run.sh and make compat hold the same
+ * lock while they set pools. Held until the bench exits; SP_POOL_LOCKED=1 says the
+ * caller holds it already (run.sh exports it to the tests it runs). */
+#define POOL_LOCK "/tmp/sp-pool.lock"
+static void take_pool_lock(void)
+{
+	const char *held = getenv("SP_POOL_LOCKED");
+	int fd;
+
+	if (held && !strcmp(held, "1"))
+		return;
+	fd = open(POOL_LOCK, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "bench: cannot open %s (%s): setting the pools without it\n", POOL_LOCK,
+			strerror(errno));
+		return;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return;
+	fprintf(stderr, "bench: waiting for %s (another pool user runs)\n", POOL_LOCK);
+	while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
+		;
+}
+
 void bench_setup_pools(struct bench *b)
 {
 	uint64_t need2m = 0, need1g = 0;
@@ -146,18 +173,21 @@ void bench_setup_pools(struct bench *b)
 		fprintf(stderr, "bench: --setup-pools needs root; using the pools as they are\n");
 		return;
 	}
+	take_pool_lock();
 	for (int i = 0; i < b->nitems; i++) {
-		if (b->items[i].bytes > need2m)
-			need2m = b->items[i].bytes;
-		if (b->items[i].bytes >= GIB && b->items[i].bytes > need1g)
-			need1g = b->items[i].bytes;
+		const struct bench_item *it = &b->items[i];
+		uint64_t p2 = bench_kernel_pool_pages(it->k, it->value, 2 * MIB);
+		uint64_t p1 = bench_kernel_pool_pages(it->k, it->value, GIB);
+
+		need2m = p2 > need2m ? p2 : need2m;
+		need1g = p1 > need1g ? p1 : need1g;
 	}
 	install_signals();
 	/* 1 GiB pages first: they need contiguous memory that 2 MiB ones would split. */
 	if (wants(b, "1g") || wants(b, "ideal-1g"))
-		raise_pool(1, (long)((need1g + GIB - 1) / GIB));
+		raise_pool(1, (long)need1g);
 	if (wants(b, "2m") || wants(b, "1g") || wants(b, "ideal-2m") || wants(b, "ideal-1g"))
-		raise_pool(0, (long)((need2m + 2 * MIB - 1) / (2 * MIB)) + 64);
+		raise_pool(0, (long)need2m + 64);
 }
 
 /* THP "always" for a thp-always run; put back by bench_thp_put_back (or the signal

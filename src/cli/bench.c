@@ -20,7 +20,7 @@ void usage_bench(void)
 	fputs("usage: superpage bench [OPTIONS]\n"
 	      "\n"
 	      "Runs the benchmark kernels (the seed's trans, trans2, transf, transw, mem2, gemmx,\n"
-	      "fft and himeno, and today's gups, tlbreach, stream, fault and itlb) as\n"
+	      "fft and himeno, and today's gups, tlbreach, stream, fault, itlb and fork) as\n"
 	      "unmodified programs under each backing through superpage run, alternating the\n"
 	      "backings in every round, and reports medians side by side with the share of\n"
 	      "each run's data (itlb: its code) that really was on huge pages. A run that did\n"
@@ -40,7 +40,7 @@ void usage_bench(void)
 	      "  --allow-sysfs      (root, with --peers) also the system's THP 'always' mode,\n"
 	      "                     set around each of its runs and put back (also on Ctrl-C)\n"
 	      "  --setup-pools      (root) size the 2M and 1G pools for the runs, put them back\n"
-	      "                     at the end (also on Ctrl-C)\n"
+	      "                     at the end (also on Ctrl-C); holds /tmp/sp-pool.lock\n"
 	      "  --json FILE, --csv FILE, --svg FILE\n"
 	      "                     also write the results as JSON, CSV or an SVG chart\n"
 	      "  --kernels DIR      where the kernel programs are (default: next to superpage)\n"
@@ -51,6 +51,7 @@ void usage_bench(void)
 	      "         text's pages; x86-64 only)\n"
 	      "         promote (gups's updates before and after superpage promote; adds the\n"
 	      "         column promote: run plain, promoted mid-run; needs CAP_SYS_NICE)\n"
+	      "         fork (fork() timed while 2 threads allocate; its size is the data held)\n"
 	      "The table goes to stdout, progress to stderr. Exit status: 0, 1 if a kernel's\n"
 	      "own check failed or a run crashed, 2 for bad options. See superpage(1).\n",
 	      stdout);

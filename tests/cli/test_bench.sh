@@ -44,7 +44,7 @@ oneline() { head -c 300 "$1" | tr '\n' '|'; }
 
 # Each kernel at a size that takes well under a second.
 TINY=("trans:256 --reps 4" "trans2:256 --reps 4" "transf:256 --reps 4" "transw:256 --reps 4" mem2:4M gemmx:64 fft:1024 "himeno:1 --reps 2"
-	gups:8M tlbreach:1M stream:4M fault:64M malloc:1 promote:8M)
+	gups:8M tlbreach:1M stream:4M fault:64M malloc:1 promote:8M "fork:4M --reps 20")
 
 # Runs kernel $1 (a path) with args; checks exit 0, result lines all check=ok.
 # Leaves its output in $tmp/kout. Echoes why it failed, or nothing.
@@ -170,7 +170,8 @@ test_kernels_ideal() {
 		name=${t%%:*}
 		size=${t#*:}
 		extra=''
-		[ "$name" = malloc ] && continue # no arrays: the allocator kernel has no ideal
+		# No arrays: the allocator kernel has no ideal, nor fork, whose data is malloc's.
+		[ "$name" = malloc ] || [ "$name" = fork ] && continue
 		case $size in *" "*) extra=${size#* }; size=${size%% *} ;; esac
 		# shellcheck disable=SC2086
 		why=$(BENCH_IDEAL=2m BENCH_SMAPS=1 kernel_ok "$I/$name" --size "$size" $extra)
@@ -435,6 +436,78 @@ sys.exit(0 if len(r) == 1 and r[0]["valid"] and r[0]["coverage_wanted"] >= 0.9 e
 	restore
 }
 
+# The fork kernel: its three rows under 4k and 2m, both on the pages they ask for,
+# children right; the 2M pool set for twice its data; no ideal row.
+test_fork_rows() {
+	local name=bench_fork_rows d=$HP/hugepages-2048kB why
+	can_run $name root python || return
+	remember "$d/nr_hugepages"
+	sp bench --kernel fork=64M --backing 2m --peers --setup-pools --repeat 1 --json "$tmp/f.json"
+	restore
+	if [ "$rc" != 0 ]; then
+		fail $name "exit $rc: $(oneline "$tmp/err")"
+		return
+	fi
+	why=$(python3 - "$tmp/f.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rs = d["results"]
+r = {(x["kernel"], x["backing"]): x for x in rs}
+cases = ("fork/median", "fork/p90", "fork/child")
+# 64 MiB held, 48 for the threads' blocks, 16 spare: 64 pages, twice over, and 64 more.
+if d["machine"]["pool_2m_free"] < 192: print("2M pool %r" % d["machine"]); sys.exit()
+if [b for (k, b) in r if b.startswith("ideal")]: print("an ideal row for fork"); sys.exit()
+for k in cases:
+    for b in ("4k", "2m"):
+        x = r.get((k, b))
+        if not x: print("no %s row under %s" % (k, b)); sys.exit()
+        if x["check"] != "ok" or x["unit"] != "ms/fork" or not x["metric"] > 0:
+            print("%s %s: %r" % (k, b, x)); sys.exit()
+        if not x["valid"]: print("%s %s not valid: %r" % (k, b, x)); sys.exit()
+    if r[(k, "2m")]["coverage_wanted"] < 0.9: print("2m not on hugetlb: %r" % r[(k, "2m")])
+PY
+)
+	if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
+}
+
+# --setup-pools waits for /tmp/sp-pool.lock while another pool user holds it, and says
+# so; it changes no pool meanwhile.
+test_pool_lock() {
+	local name=bench_pool_lock d=$HP/hugepages-2048kB before pid lock
+	can_run $name root || return
+	if ! command -v flock >/dev/null 2>&1; then
+		skip $name "no flock (util-linux)"
+		return
+	fi
+	# Under tests/run.sh this process holds the lock already (SP_POOL_LOCKED=1).
+	if [ "${SP_POOL_LOCKED:-}" != 1 ]; then
+		exec {lock}</tmp/sp-pool.lock || { skip $name "cannot open /tmp/sp-pool.lock"; return; }
+		if ! flock -w 600 $lock; then
+			skip $name "another pool user held /tmp/sp-pool.lock for 10 minutes"
+			return
+		fi
+	fi
+	before=$(cat "$d/nr_hugepages")
+	env -u SP_POOL_LOCKED "$SP" bench --kernel gups=8M --backing 2m --setup-pools --repeat 1 \
+		>"$tmp/out" 2>"$tmp/err" &
+	pid=$!
+	for _ in $(seq 600); do
+		grep -q 'waiting for /tmp/sp-pool.lock' "$tmp/err" && break
+		sleep 0.1
+	done
+	sleep 0.3
+	if ! grep -q 'waiting for /tmp/sp-pool.lock (another pool user runs)' "$tmp/err"; then
+		fail $name "it did not say it waits for the lock: $(oneline "$tmp/err")"
+	elif [ "$(cat "$d/nr_hugepages")" != "$before" ]; then
+		fail $name "the 2M pool changed from $before while another user held the lock"
+	else
+		pass $name
+	fi
+	kill -TERM $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	[ -z "${lock:-}" ] || exec {lock}<&-
+}
+
 test_kernels_tiny
 test_kernels_ideal
 test_itlb
@@ -445,6 +518,8 @@ test_bad_args
 test_run_json
 test_skip_marked
 test_setup_pools
+test_fork_rows
+test_pool_lock
 test_interrupt_restores
 test_allow_sysfs
 exit $failed
