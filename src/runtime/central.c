@@ -47,7 +47,10 @@ static struct {
 	struct class_list classes[NCLASS];
 	struct owner slots[MAX_OWNERS];
 	pthread_mutex_t slots_lock;    /* claiming and leaving slots */
-	unsigned hint;                 /* where the next claim looks first */
+	unsigned high;                 /* slots [0, high) were ever claimed; under
+	                                  slots_lock. fork locks only those: a slot
+	                                  above was never an owner, so no thread takes
+	                                  its lock, and its page stays untouched */
 } lists = { .slots_lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void list_add(struct spanlist *l, struct span *s)
@@ -169,12 +172,13 @@ unsigned central_claim(void)
 {
 	unsigned got = 0;
 	pthread_mutex_lock(&lists.slots_lock);
-	for (unsigned k = 0; k < MAX_OWNERS; k++) {
-		unsigned i = (lists.hint + k) % MAX_OWNERS;
+	/* The lowest free slot: threads that come and go reuse the same few. */
+	for (unsigned i = 0; i < MAX_OWNERS; i++) {
 		if (atomic_load(&lists.slots[i].state) == SLOT_FREE) {
 			atomic_store(&lists.slots[i].state, SLOT_LIVE);
 			memset(lists.slots[i].made, 0, sizeof lists.slots[i].made);
-			lists.hint = i + 1;
+			if (i + 1 > lists.high)
+				lists.high = i + 1;
 			got = i + 1;
 			break;
 		}
@@ -382,7 +386,7 @@ unsigned central_put(unsigned cls, void *list)
 void central_fork_lock(void)
 {
 	pthread_mutex_lock(&lists.slots_lock);
-	for (unsigned i = 0; i < MAX_OWNERS; i++)
+	for (unsigned i = 0; i < lists.high; i++)
 		pthread_mutex_lock(&lists.slots[i].lock);
 	for (unsigned c = 0; c < NCLASS; c++)
 		pthread_mutex_lock(&lists.classes[c].lock);
@@ -392,7 +396,7 @@ void central_fork_unlock(void)
 {
 	for (unsigned c = NCLASS; c-- > 0;)
 		pthread_mutex_unlock(&lists.classes[c].lock);
-	for (unsigned i = MAX_OWNERS; i-- > 0;)
+	for (unsigned i = lists.high; i-- > 0;)
 		pthread_mutex_unlock(&lists.slots[i].lock);
 	pthread_mutex_unlock(&lists.slots_lock);
 }
@@ -401,7 +405,7 @@ void central_fork_unlock(void)
  * heap's lock is held too: empty spans stay orphans). */
 void central_fork_orphan(unsigned keep)
 {
-	for (unsigned i = 0; i < MAX_OWNERS; i++) {
+	for (unsigned i = 0; i < lists.high; i++) {
 		if (i + 1 == keep || atomic_load(&lists.slots[i].state) == SLOT_FREE)
 			continue;
 		atomic_store(&lists.slots[i].state, SLOT_LEAVING);
