@@ -23,6 +23,7 @@ int cmd_promote(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_cdi(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 /* libhugetlbfs' programs, chosen by the name superpage runs as (argv[0] is that name). */
 int cmd_hugectl(int argc, char **argv);
@@ -38,6 +39,7 @@ void usage_promote(void);
 void usage_run(void);
 void usage_bench(void);
 void usage_export(void);
+void usage_cdi(void);
 void usage_version(void);
 void usage_hugectl(void);
 void usage_hugeadm(void);
@@ -62,6 +64,13 @@ bool cli_wants_help(int argc, char **argv);
  * (after printing the error, which names argv[0], the command) when the value is
  * missing. */
 int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **val);
+
+/* The runtime (libsuperpage-run.so) superpage run preloads, as an absolute path: next
+ * to this executable (the build tree), else in ../lib (make install), else in
+ * ../lib/superpage (the Debian package: the runtime is no library to link with, so it
+ * stays out of the linker's directories). 0, or an exit status after an error that
+ * names cmd ("run", "cdi"). */
+int cli_find_runtime(const char *cmd, char *out, size_t len);
 
 /* superpage run: one line when CMD will not get the runtime (a static, setuid or
  * foreign program); it runs all the same (image.c). */

@@ -20,6 +20,7 @@ static const struct command commands[] = {
 	{ "run", cmd_run, usage_run },
 	{ "bench", cmd_bench, usage_bench },
 	{ "export", cmd_export, usage_export },
+	{ "cdi", cmd_cdi, usage_cdi },
 	{ "version", cmd_version, usage_version },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -42,6 +43,8 @@ static void usage(FILE *f)
 	      "  run [OPTIONS] [--] CMD [ARGS...]      run a program with its memory on huge pages\n"
 	      "  bench [OPTIONS]                       run the benchmark kernels under each backing\n"
 	      "  export --textfile DIR | --listen ADDR huge page metrics for Prometheus\n"
+	      "  cdi [--print | --output FILE]         a CDI spec: containers on huge pages through\n"
+	      "                                        podman run --device superpage.io/run=auto\n"
 	      "  version                               print the version\n"
 	      "  help [COMMAND]                        print this help, or a command's\n"
 	      "\n"

@@ -234,21 +234,18 @@ static bool is_readable_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
 }
 
-/* The runtime next to this executable (the build tree), else in ../lib (make install),
- * else in ../lib/superpage (the Debian package: the runtime is no library to link with,
- * so it stays out of the linker's directories). Returns 0 or an exit status. */
-static int find_runtime(char *out, size_t len)
+int cli_find_runtime(const char *cmd, char *out, size_t len)
 {
 	char dir[PATH_MAX], cand[PATH_MAX + 64], *slash;
 	ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
 
 	if (n <= 0)
-		return cli_error(EXIT_USAGE, "run: cannot find the superpage executable (/proc/self/exe): %s",
-				 n < 0 ? strerror(errno) : "empty link");
+		return cli_error(EXIT_USAGE, "%s: cannot find the superpage executable (/proc/self/exe): %s",
+				 cmd, n < 0 ? strerror(errno) : "empty link");
 	dir[n] = 0;
 	slash = strrchr(dir, '/');
 	if (!slash)
-		return cli_error(EXIT_USAGE, "run: /proc/self/exe is not a path: %s", dir);
+		return cli_error(EXIT_USAGE, "%s: /proc/self/exe is not a path: %s", cmd, dir);
 	*slash = 0;
 	snprintf(cand, sizeof cand, "%s/" SP_RUNTIME_NAME, dir);
 	if (is_readable_file(cand) && strlen(cand) < len) {
@@ -261,8 +258,9 @@ static int find_runtime(char *out, size_t len)
 	snprintf(cand, sizeof cand, "%s/../lib/superpage/" SP_RUNTIME_NAME, dir);
 	if (len >= PATH_MAX && is_readable_file(cand) && realpath(cand, out))
 		return 0;
-	return cli_error(EXIT_USAGE, "run: cannot find the runtime: none of %s/%s, %s/../lib/%s, "
-			 "%s/../lib/superpage/%s exists", dir, SP_RUNTIME_NAME, dir, SP_RUNTIME_NAME, dir, SP_RUNTIME_NAME);
+	return cli_error(EXIT_USAGE, "%s: cannot find the runtime: none of %s/%s, %s/../lib/%s, "
+			 "%s/../lib/superpage/%s exists", cmd, dir, SP_RUNTIME_NAME, dir, SP_RUNTIME_NAME,
+			 dir, SP_RUNTIME_NAME);
 }
 
 /* LD_PRELOAD with the runtime in front; a runtime already in the list (this one, or
@@ -503,7 +501,7 @@ int cmd_run(int argc, char **argv)
 	rc = parse_options(argc, argv, &o, &cmd);
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;
-	if ((rc = find_runtime(rt, sizeof rt)) || (rc = set_environment(&o, rt)))
+	if ((rc = cli_find_runtime("run", rt, sizeof rt)) || (rc = set_environment(&o, rt)))
 		return rc;
 	b = effective_backing(&o);
 	if (b == SP_BACKING_4K && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) < 0)
