@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "superpage.h"
 
@@ -131,5 +132,53 @@ void promote_print_json(const struct sp_promote_result *r, const char *comm, boo
  * -errno), with its cause as /proc tells it: a kernel thread, another owner, a
  * security policy (promote_why.c); its exit status. */
 int promote_say_fatal(pid_t pid, int err);
+
+/* ---------- containers (container.c) ---------- */
+
+#define CLI_NO_LIMIT UINT64_MAX
+#define CLI_CG_PATH 512
+#define CLI_CG_HUGE 2   /* 2M, 1G */
+
+/* The memory and hugetlb cgroups of a process and their limits, as they can be seen
+ * from here (inside a container, only the container's part of the hierarchy is
+ * mounted, if any). A limit is the least from the cgroup up to the mount's top. */
+struct cli_cgroups {
+	int read_error;                 /* errno: /proc/PID/cgroup cannot be read */
+	int mem_version;                /* 0: no memory controller */
+	char mem_path[CLI_CG_PATH];     /* as /proc/PID/cgroup names it */
+	bool mem_visible;               /* its files can be read here */
+	uint64_t mem_limit, mem_usage;  /* (v2: the lower of memory.max and memory.high) */
+	int huge_version;               /* 0: no hugetlb controller mounted here */
+	char huge_path[CLI_CG_PATH];
+	bool huge_visible, huge_root; /* (the root cgroup has no limit files) */
+	struct { uint64_t page_size, limit, usage; bool present; } huge[CLI_CG_HUGE];
+};
+void cli_cgroups_of(pid_t pid, struct cli_cgroups *c);
+/* Lines "INDENTmemory cgroup PATH (v1): limit 512.0 MiB (3.0 MiB in use)" and the
+ * hugetlb one; or what cannot be seen. */
+void cli_cgroups_print(const struct cli_cgroups *c, const char *indent);
+struct json;
+void cli_cgroups_json(struct json *j, const struct cli_cgroups *c);
+
+/* The container this command runs in, if any. */
+struct cli_container {
+	bool inside;
+	char how[48];           /* what said so: "/run/.containerenv", ... */
+	char engine[64], name[128], id[80]; /* as far as known ("" if not) */
+	bool sysfs_read_only;
+	bool pid_ns;            /* in a PID namespace of its own */
+};
+void cli_container_here(struct cli_container *c);
+/* The container a cgroup belongs to by its name, as podman (libpod-ID, also under
+ * systemd as libpod-ID.scope), Docker (docker-ID) and containerd's or CRI-O's CRI
+ * (cri-containerd-ID, crio-ID) name it: engine and the hex id; false if it names
+ * none (conmon's cgroups are no container's). */
+bool cli_container_of_cgroup(const char *path, char *engine, size_t elen, char *id, size_t ilen);
+/* A running podman container's name by its full id, from its conmon's command line;
+ * false if none is found. */
+bool cli_podman_name(const char *id, char *name, size_t len);
+/* What cannot be seen or done from inside it, a phrase each, into what; how many. */
+int cli_container_blind(const struct cli_container *c, const struct cli_cgroups *g,
+			const char **what, int max);
 
 #endif

@@ -141,8 +141,23 @@ static void print_live_human(int rc, const struct sp_account *l)
 			       l->falls_by[f] == 1 ? "" : "s", sp_fall_name((enum sp_fall)f));
 }
 
+/* Its cgroups' limits, and inside a container what cannot be seen from it. */
+static void print_limits_human(const struct cli_cgroups *g)
+{
+	struct cli_container ct;
+	const char *blind[8];
+	int n;
+
+	putchar('\n');
+	cli_cgroups_print(g, "  ");
+	cli_container_here(&ct);
+	n = cli_container_blind(&ct, g, blind, 8);
+	for (int i = 0; i < n; i++)
+		printf("  (in a container: %s)\n", blind[i]);
+}
+
 static void print_json(const struct sp_coverage *c, const char *comm, int live_rc,
-		       const struct sp_account *l)
+		       const struct sp_account *l, const struct cli_cgroups *g)
 {
 	struct json j;
 
@@ -185,6 +200,8 @@ static void print_json(const struct sp_coverage *c, const char *comm, int live_r
 	json_int(&j, c->mappings);
 	json_key(&j, "comm");
 	json_string(&j, comm);
+	json_key(&j, "limits");
+	cli_cgroups_json(&j, g);
 	/* Under superpage run: its heap's account (null: none, or it cannot be read). */
 	json_key(&j, "heap");
 	if (live_rc < 0) {
@@ -282,11 +299,14 @@ int cmd_stat(int argc, char **argv)
 	sp_comm_read(pid, comm, sizeof comm);
 	struct sp_account live;
 	int live_rc = sp_account_read(pid, &live);
+	struct cli_cgroups cg;
+	cli_cgroups_of(pid, &cg);
 	if (as_json) {
-		print_json(&cov, comm, live_rc, &live);
+		print_json(&cov, comm, live_rc, &live, &cg);
 	} else {
 		print_human(&cov, comm);
 		print_live_human(live_rc, &live);
+		print_limits_human(&cg);
 	}
 	return EXIT_OK;
 }

@@ -258,6 +258,21 @@ static void procs_json(struct json *j, const struct sp_proc *v, size_t n, long t
 	json_array_end(j);
 }
 
+/* The container a cgroup is, by its name: engine, id and (podman) name; false if none. */
+struct ct_of {
+	char engine[32], id[80], name[128];
+};
+
+static bool container_of(const struct sp_cgroup *g, struct ct_of *c)
+{
+	memset(c, 0, sizeof *c);
+	if (!cli_container_of_cgroup(g->path, c->engine, sizeof c->engine, c->id, sizeof c->id))
+		return false;
+	if (!strcmp(c->engine, "podman"))
+		cli_podman_name(c->id, c->name, sizeof c->name);
+	return true;
+}
+
 static void cgroups_text(const struct sp_cgroup *v, size_t n, long top)
 {
 	char a[32], b[32], c[32], d[32], e[32], f[32];
@@ -269,12 +284,18 @@ static void cgroups_text(const struct sp_cgroup *v, size_t n, long top)
 	for (size_t i = 0; i < rows; i++) {
 		const struct sp_cgroup *g = &v[i];
 		bool v1 = g->version == 1;
-		printf("%11s %11s %5.1f%% %11s %11s %11s %11s  %s\n",
+		struct ct_of ct;
+		char named[256] = "";
+		if (container_of(g, &ct))
+			snprintf(named, sizeof named, "  [%s %s%s%.12s]", ct.engine, ct.name,
+				 ct.name[0] ? " " : "", ct.id);
+		printf("%11s %11s %5.1f%% %11s %11s %11s %11s  %s%s\n",
 		       cli_human(sp_cgroup_bytes(g), a, sizeof a), cli_human(sp_cgroup_huge(g), b, sizeof b),
 		       100 * ratio(sp_cgroup_huge(g), sp_cgroup_bytes(g)), cli_human(g->anon_thp, c, sizeof c),
 		       v1 ? "-" : cli_human(g->file_thp, d, sizeof d),
 		       v1 ? "-" : cli_human(g->shmem_thp, e, sizeof e),
-		       g->hugetlb_known ? cli_human(g->hugetlb_bytes, f, sizeof f) : "-", g->path);
+		       g->hugetlb_known ? cli_human(g->hugetlb_bytes, f, sizeof f) : "-", g->path,
+		       named);
 	}
 	if (rows < n)
 		printf("(%zu more; --top 0 shows all)\n", n - rows);
@@ -314,6 +335,24 @@ static void cgroups_json(struct json *j, const struct sp_cgroup *v, size_t n, lo
 			json_uint(j, g->hugetlb_bytes);
 		else
 			json_null(j);
+		/* The container the cgroup is (by its name), or null. */
+		struct ct_of ct;
+		json_key(j, "container");
+		if (container_of(g, &ct)) {
+			json_object_begin(j);
+			json_key(j, "engine");
+			json_string(j, ct.engine);
+			json_key(j, "id");
+			json_string(j, ct.id);
+			json_key(j, "name");
+			if (ct.name[0])
+				json_string(j, ct.name);
+			else
+				json_null(j);
+			json_object_end(j);
+		} else {
+			json_null(j);
+		}
 		json_object_end(j);
 	}
 	json_array_end(j);

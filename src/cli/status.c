@@ -311,7 +311,81 @@ static void print_thp(const struct sp_thp *t)
 	       k->full_scans, k->pages_collapsed);
 }
 
-static void print_human(const struct sp_system *s, const struct persisted *pp)
+/* ---------- this process's cgroups, and the container it may run in ---------- */
+
+struct here {
+	struct cli_container ct;
+	struct cli_cgroups cg;
+	const char *blind[8];
+	int n_blind;
+};
+
+static void here_read(struct here *h)
+{
+	cli_container_here(&h->ct);
+	cli_cgroups_of(getpid(), &h->cg);
+	if (h->ct.inside && !h->ct.id[0]) {
+		char engine[32];
+
+		cli_container_of_cgroup(h->cg.mem_path, engine, sizeof engine, h->ct.id, sizeof h->ct.id);
+	}
+	h->n_blind = cli_container_blind(&h->ct, &h->cg, h->blind, 8);
+}
+
+static void print_here(const struct here *h)
+{
+	const struct cli_container *c = &h->ct;
+
+	if (c->inside) {
+		printf("container: %s", c->engine[0] ? c->engine : "yes");
+		if (c->name[0])
+			printf(", name %s", c->name);
+		if (c->id[0])
+			printf(", id %.12s", c->id);
+		printf(" (from %s)\n", c->how);
+	}
+	puts("limits of this process:");
+	cli_cgroups_print(&h->cg, "  ");
+	if (h->n_blind) {
+		puts("not seen or not settable from inside the container:");
+		for (int i = 0; i < h->n_blind; i++)
+			printf("  %s\n", h->blind[i]);
+	}
+}
+
+static void json_here(struct json *j, const struct here *h)
+{
+	const struct cli_container *c = &h->ct;
+
+	json_key(j, "limits");
+	cli_cgroups_json(j, &h->cg);
+	json_key(j, "container");
+	if (!c->inside) {
+		json_null(j);
+		return;
+	}
+	json_object_begin(j);
+	json_key(j, "engine");
+	json_string(j, c->engine);
+	json_key(j, "name");
+	json_string(j, c->name);
+	json_key(j, "id");
+	json_string(j, c->id);
+	json_key(j, "detected_by");
+	json_string(j, c->how);
+	json_key(j, "sysfs_read_only");
+	json_bool(j, c->sysfs_read_only);
+	json_key(j, "pid_namespace");
+	json_bool(j, c->pid_ns);
+	json_key(j, "cannot_see");
+	json_array_begin(j);
+	for (int i = 0; i < h->n_blind; i++)
+		json_string(j, h->blind[i]);
+	json_array_end(j);
+	json_object_end(j);
+}
+
+static void print_human(const struct sp_system *s, const struct persisted *pp, const struct here *h)
 {
 	const struct sp_features *f = &s->features;
 	char page[32];
@@ -325,6 +399,8 @@ static void print_human(const struct sp_system *s, const struct persisted *pp)
 	puts("\n");
 	print_pools(s);
 	print_persisted(pp, s);
+	putchar('\n');
+	print_here(h);
 	putchar('\n');
 	print_thp(&s->thp);
 	putchar('\n');
@@ -469,7 +545,7 @@ static void json_persisted(struct json *j, const struct persisted *p, const stru
 	json_object_end(j);
 }
 
-static void print_json(const struct sp_system *s, const struct persisted *pp)
+static void print_json(const struct sp_system *s, const struct persisted *pp, const struct here *h)
 {
 	const struct sp_features *f = &s->features;
 	const struct {
@@ -538,6 +614,7 @@ static void print_json(const struct sp_system *s, const struct persisted *pp)
 	json_uint(&j, s->default_huge_size);
 	json_key(&j, "persisted_pools");
 	json_persisted(&j, pp, s);
+	json_here(&j, h);
 	json_object_end(&j);
 	json_end(&j);
 }
@@ -546,6 +623,7 @@ int cmd_status(int argc, char **argv)
 {
 	static struct sp_system sys;
 	static struct persisted pp;
+	static struct here h;
 	bool as_json = false;
 	int rc;
 
@@ -564,9 +642,10 @@ int cmd_status(int argc, char **argv)
 		return cli_error(EXIT_FAIL, "cannot read the huge page setup of this machine: %s",
 				 strerror(-rc));
 	persisted_read(&pp);
+	here_read(&h);
 	if (as_json)
-		print_json(&sys, &pp);
+		print_json(&sys, &pp, &h);
 	else
-		print_human(&sys, &pp);
+		print_human(&sys, &pp, &h);
 	return EXIT_OK;
 }
