@@ -155,14 +155,56 @@ static void note_page(bool resident, size_t page)
 	fk.pages[size_index(page)]++;
 }
 
-/* Counts the pages of a range and notes which are resident: 2 MiB pages with one
- * mincore a stretch of 64 MiB (its vector a byte per 4 KiB page), 1 GiB pages one by
- * one. */
-static void count_range(uintptr_t a, size_t len, size_t page, void *arg)
+/* Notes the pages of [a, a+len) from p on, up to end, resident or not; the next page. */
+static uintptr_t note_pages(uintptr_t p, uintptr_t end, size_t page, bool resident)
+{
+	for (; p < end; p += page)
+		note_page(resident, page);
+	return p;
+}
+
+/* Counts the pages of a range and notes which are resident, from the page tables
+ * (PAGEMAP_SCAN, Linux 6.7: a few calls a range however large, the present pages
+ * coming back as runs). False if the kernel cannot tell (no PAGEMAP_SCAN), with
+ * nothing noted. */
+static bool scan_range(int fd, uintptr_t a, size_t len, size_t page)
+{
+	static struct pr_region vec[256];
+	uintptr_t p = a, end = a + len;
+	while (p < end) {
+		struct pr_scan_arg q = {
+			.size = sizeof q, .start = p, .end = end,
+			.vec = (uint64_t)(uintptr_t)vec, .vec_len = sizeof vec / sizeof *vec,
+			.category_mask = PR_PAGE_IS_PRESENT, .return_mask = PR_PAGE_IS_PRESENT,
+		};
+		int n = sp_os->ioctl(fd, PR_PAGEMAP_SCAN, &q);
+		if (n < 0) {
+			if (p == a)
+				return false;
+			/* (Refused half-way: the rest counts as resident, as for mincore.) */
+			note_pages(p, end, page, true);
+			return true;
+		}
+		for (int i = 0; i < n; i++) {
+			uintptr_t lo = vec[i].start & ~(page - 1), hi = vec[i].end;
+			p = note_pages(p, lo > p ? lo : p, page, false);
+			p = note_pages(p, hi < end ? hi : end, page, true);
+		}
+		uintptr_t walked = q.walk_end > end ? end : (uintptr_t)q.walk_end;
+		if (walked <= p && n == 0)
+			walked = end; /* (no progress said: nothing more is present) */
+		p = note_pages(p, walked, page, false);
+	}
+	return true;
+}
+
+/* Counts the pages of a range and notes which are resident, with mincore: 2 MiB pages
+ * a stretch of 64 MiB at a time (its vector a byte per 4 KiB page), 1 GiB pages one
+ * by one. */
+static void mincore_range(uintptr_t a, size_t len, size_t page)
 {
 	static unsigned char vec[(64u << 20) / 4096];
 	const size_t stretch = sizeof vec * 4096;
-	(void)arg;
 	for (uintptr_t p = a; p < a + len;) {
 		size_t n = page;
 		if (page == UNIT_SIZE)
@@ -175,12 +217,26 @@ static void count_range(uintptr_t a, size_t len, size_t page, void *arg)
 	}
 }
 
+static void count_range(uintptr_t a, size_t len, size_t page, void *arg)
+{
+	int *pagemap = arg; /* /proc/self/pagemap, or -1 once the kernel could not scan */
+	if (*pagemap >= 0 && scan_range(*pagemap, a, len, page))
+		return;
+	if (*pagemap >= 0)
+		sp_os->close(*pagemap);
+	*pagemap = -1;
+	mincore_range(a, len, page);
+}
+
 /* Counts every range's resident pages afresh. */
 static void count_all(void)
 {
+	int pagemap = sp_os->open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
 	fk.pages[0] = fk.pages[1] = 0;
 	walk.n = 0;
-	each_range(count_range, NULL);
+	each_range(count_range, &pagemap);
+	if (pagemap >= 0)
+		sp_os->close(pagemap);
 }
 
 static void each_range(fork_range_fn fn, void *arg)
