@@ -9,6 +9,7 @@
 
 #define MOVE_MIN_UNITS 8    /* realloc moves blocks of 16 MiB or more by mremap */
 #define LONG_MAX_BYTES ((size_t)128 << 20) /* the longest runs of pages */
+#define GAP_MIN_UNITS 16    /* runs this long start a unit past the frontier's tail */
 
 /* What FREE units [u, u+n) cost a run that claims them: each that holds no memory yet
  * (fresh_units) more than all the rest, then each kept resident by another thread
@@ -49,10 +50,18 @@ size_t find_units(size_t n, size_t align)
 	}
 	if (best != SIZE_MAX)
 		return best;
-	/* Past the frontier, starting in the free tail below it if there is one. */
+	/* Past the frontier, starting in the free tail below it if there is one. A long
+	 * run leaves one unit free before it: runs of one size made one after another
+	 * would otherwise lie exactly their size apart, and arrays a power of two apart
+	 * (2^28 bytes and more) share the sets of the cache structures that CPUs index by
+	 * the low bits of the address, so a loop over several of them runs at a fraction
+	 * of its speed (glibc's mmap'd blocks lie a page further apart: their header).
+	 * The unit left costs address space only; smaller runs fill it. */
 	size_t tail = pg.frontier;
 	while (tail > 0 && bit(pg.freebits, tail - 1))
 		tail--;
+	if (n >= GAP_MIN_UNITS && tail > 0)
+		tail++;
 	size_t at = ((tail + phase + align - 1) & ~(align - 1)) - phase;
 	if (at + n > pg.max_units || range_grow(at + n) < 0)
 		return SIZE_MAX;
