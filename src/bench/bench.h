@@ -78,6 +78,8 @@ struct bench_machine {
 	char date[32];
 	bool quick;
 	int repeat;
+	char baseline[16];     /* what the speedups are against: "" is "4k"; "plain" for a
+	                          user's command */
 };
 
 /* A row whose slowest run took more than this times its fastest is not steady: the
@@ -193,6 +195,8 @@ struct bench {
 	double started, run_seconds; /* time spent in runs, for the estimate */
 	double seconds;        /* the whole run */
 	int runs_done, runs_total;
+	bool command;          /* a user's command (bench -- CMD): no ideal builds, no 4k
+	                          added, the baseline is the variant "plain" */
 };
 
 /* Each returns 0, or -1 with a one-line reason in err. */
@@ -213,5 +217,91 @@ void bench_plan_peers(struct bench *b);
 /* Runs the plan: sets up the pools (setup_pools), skips what cannot be had, runs the
  * rounds, and fills rows, names and machine; puts the pools back. Progress on stderr. */
 void bench_run(struct bench *b);
+
+/* ---------- a user's command, plain and under each variant (command.c, cmd_stats.c,
+ * write_cmd.c) ---------- */
+
+/* One run of the command. */
+struct bench_cmd_run {
+	double wall, user, sys;     /* seconds */
+	double metric;              /* its own figure (--metric); NAN without one */
+	uint64_t maxrss;            /* bytes: wait4's ru_maxrss, or the largest sample of Rss
+	                               plus hugetlb if larger (hugetlb is not in ru_maxrss) */
+	uint64_t anon, huge;        /* at the sample with the most anonymous memory: its
+	                               Anonymous + hugetlb, and AnonHugePages + hugetlb */
+	bool sampled;               /* smaps_rollup was read while it ran */
+	long minflt, majflt;
+	int status;                 /* the wait status */
+	bool failed;                /* it exited non-zero, died, or printed no figure */
+	bool differs;               /* its stdout differed from plain's first run's */
+	int round;                  /* the round it ran in (0, 1, ...) */
+	char why[160];              /* what went wrong */
+};
+
+/* A ratio against plain over the rounds both ran well: the geometric mean of the
+ * rounds' ratios (above 1: better than plain) and its 95% confidence interval. */
+struct bench_ratio {
+	int n;                      /* paired rounds */
+	double ratio, lo, hi;       /* NAN where there is none (lo, hi: fewer than 2 pairs) */
+};
+
+struct bench_cmd_variant {
+	struct bench_cmd_run run[BENCH_MAX_REPEAT];
+	int n;                      /* runs made (one per round it ran in) */
+	int good;                   /* runs that did not fail */
+	struct bench_ratio speed;   /* by wall time, or by the metric when there is one */
+	double huge_share;          /* median share of its anonymous memory on huge pages;
+	                               NAN: never sampled */
+	double rss_ratio;           /* median peak RSS / plain's; NAN: none */
+	char verdict[256];
+};
+
+#define BENCH_CMD_MAX_ARGS 256
+
+struct bench_cmd {
+	char **argv;                /* the command and its arguments */
+	char label[BENCH_NAME_LEN]; /* its name, for rows: the file name of argv[0] */
+	const char *output;         /* where its output goes (--output FILE); NULL: /dev/null */
+	const char *metric_src;     /* --metric REGEX, NULL: none */
+	void *metric_re, *ignore_re; /* compiled (regex_t *) */
+	const char *ignore_src;     /* --ignore REGEX */
+	bool metric_higher;         /* the figure is better when higher (the default) */
+	double max_time;            /* --max-time seconds, 0: none */
+	struct bench_cmd_variant v[BENCH_MAX_VARIANTS];
+	int base;                   /* the index of plain among the variants */
+	int rounds;                 /* rounds run */
+	char stopped[160];          /* why the rounds ended */
+	bool have_ref;              /* plain's first run's stdout, kept to compare with */
+	uint64_t ref_hash, ref_len;
+	int failures, differs;      /* runs that failed, runs whose stdout differed */
+};
+
+/* The variants of a command: "plain" (the program as it is), the backings of the list
+ * ("auto,2m"), and with b->peers the peers (no ideal builds). */
+int bench_plan_command(struct bench *b, const char *backings, char *err, size_t len);
+/* Runs the command's rounds: variants alternating in every round, the pools sized from
+ * plain's first run (setup_pools), early stop when every ratio is clear or at
+ * max_time; fills c and b->rows, names, machine; puts the pools back. */
+void bench_cmd_run(struct bench *b, struct bench_cmd *c);
+/* What is measured of each run, for the table and the JSON. */
+enum bench_measure { BM_WALL, BM_USER, BM_SYS, BM_MAXRSS, BM_HUGE, BM_MINFLT, BM_MAJFLT, BM_METRIC,
+		     BM_COUNT };
+/* A measure of a run (BM_HUGE: a share 0-1; NAN where the run has none). */
+double bench_cmd_value(const struct bench_cmd_run *r, enum bench_measure m);
+/* The median, smallest and largest of a measure over a variant's good runs; 0 if it has
+ * none (all NAN). */
+int bench_cmd_summary(const struct bench_cmd_variant *v, enum bench_measure m, double *median,
+		      double *lo, double *hi);
+/* Ratios, medians and verdicts (cmd_stats.c). */
+void bench_cmd_ratio(const struct bench_cmd *c, int var, struct bench_ratio *out);
+/* Whether a ratio is clear: its interval above 1.01, below 0.99, or within 0.98-1.02. */
+bool bench_ratio_clear(const struct bench_ratio *r);
+/* The two-sided 95% quantile of Student's t with df degrees of freedom. */
+double bench_t95(int df);
+void bench_cmd_finish(struct bench *b, struct bench_cmd *c);
+/* The report: the measures side by side, the notes, a verdict line per variant. */
+void bench_write_cmd_table(FILE *f, const struct bench *b, const struct bench_cmd *c);
+void bench_write_cmd_json(FILE *f, const struct bench *b, const struct bench_cmd *c);
+void bench_write_csv_vs(FILE *f, const struct bench_row *rows, int n, const char *base);
 
 #endif

@@ -61,6 +61,8 @@ void bench_warm_pools(void);
 /* The kernel running now: the signal handler ends it before it puts the pools back. */
 extern volatile pid_t bench_running_child;
 void bench_setup_pools(struct bench *b);
+/* The same for a user's command that had `bytes` of memory at its peak under plain. */
+void bench_setup_pools_bytes(struct bench *b, uint64_t bytes);
 void bench_restore_pools(void);
 /* THP "always" for a thp-always run of v (false, with the reason in v->why, if it
  * cannot be set), and put back after it. */
@@ -86,6 +88,12 @@ const char *bench_fmt_speedup(double s, char *buf, size_t len);
 const char *bench_fmt_coverage(double c, char *buf, size_t len);
 const char *bench_row_why(const struct bench_row *r);
 const struct bench_machine *bench_machine_or_blank(const struct bench_machine *m);
+
+/* The JSON writer's parts, for the command's JSON too: the machine object, and one
+ * row with its speedup named after what it is against ("speedup_vs_4k"). */
+struct json;
+void bench_json_machine(struct json *j, const struct bench_machine *m);
+void bench_json_row(struct json *j, const struct bench_row *r, const char *base);
 
 /* One output line of the text table, built up and written with its trailing blanks cut. */
 struct line {

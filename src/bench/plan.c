@@ -65,8 +65,11 @@ void bench_plan_peers(struct bench *b)
 		      "MIMALLOC_ALLOW_LARGE_OS_PAGES=1", "MIMALLOC_LARGE_OS_PAGES=1");
 	add_allocator(b, "jemalloc", "libjemalloc.so.2", "libjemalloc2",
 		      "MALLOC_CONF=thp:always,metadata_thp:always", NULL);
-	add_variant(b, "ideal-2m", BENCH_HOW_IDEAL, "2m");
-	add_variant(b, "ideal-1g", BENCH_HOW_IDEAL, "1g");
+	/* A user's command has no build of its own with sp_alloc arrays. */
+	if (!b->command) {
+		add_variant(b, "ideal-2m", BENCH_HOW_IDEAL, "2m");
+		add_variant(b, "ideal-1g", BENCH_HOW_IDEAL, "1g");
+	}
 	/* The system's own THP "always": plain kernels, the mode set around each run. */
 	if ((v = add_variant(b, "thp-always", BENCH_HOW_SYSFS, NULL)) && !b->allow_sysfs) {
 		v->skip = true;
@@ -189,17 +192,13 @@ int bench_plan_all(struct bench *b, char *err, size_t len)
 	return 0;
 }
 
-int bench_plan_backings(struct bench *b, const char *list, char *err, size_t len)
+/* The backings of a list, each run through superpage run. */
+static int plan_backing_list(struct bench *b, const char *list, char *err, size_t len)
 {
 	const char *p = list;
 	enum sp_backing bk;
 	char one[16];
 
-	if (!*list) {
-		snprintf(err, len, "--backing needs a list of backings");
-		return -1;
-	}
-	add_variant(b, "4k", BENCH_HOW_RUN, "4k");
 	while (*p) {
 		size_t n = strcspn(p, ",");
 
@@ -210,8 +209,36 @@ int bench_plan_backings(struct bench *b, const char *list, char *err, size_t len
 		}
 		add_variant(b, sp_backing_name(bk), BENCH_HOW_RUN, sp_backing_name(bk));
 		p += n;
-		if (*p)
-			p++;
+		if (*p && !*++p) {
+			snprintf(err, len, "--backing list ends in ','");
+			return -1;
+		}
 	}
+	return 0;
+}
+
+int bench_plan_backings(struct bench *b, const char *list, char *err, size_t len)
+{
+	if (!*list) {
+		snprintf(err, len, "--backing needs a list of backings");
+		return -1;
+	}
+	add_variant(b, "4k", BENCH_HOW_RUN, "4k");
+	return plan_backing_list(b, list, err, len);
+}
+
+int bench_plan_command(struct bench *b, const char *list, char *err, size_t len)
+{
+	if (!*list) {
+		snprintf(err, len, "--backing needs a list of backings");
+		return -1;
+	}
+	b->command = true;
+	/* The program as it is: no runtime, THP as the machine has it. */
+	add_variant(b, "plain", BENCH_HOW_PEER, NULL);
+	if (plan_backing_list(b, list, err, len))
+		return -1;
+	if (b->peers)
+		bench_plan_peers(b);
 	return 0;
 }

@@ -165,15 +165,26 @@ static void take_pool_lock(void)
 		;
 }
 
-void bench_setup_pools(struct bench *b)
+/* Raises the pools the plan's variants use to hold need2m and need1g pages free. */
+static void setup_pools_for(struct bench *b, uint64_t need2m, uint64_t need1g)
 {
-	uint64_t need2m = 0, need1g = 0;
-
 	if (geteuid() != 0) {
 		fprintf(stderr, "bench: --setup-pools needs root; using the pools as they are\n");
 		return;
 	}
 	take_pool_lock();
+	install_signals();
+	/* 1 GiB pages first: they need contiguous memory that 2 MiB ones would split. */
+	if (wants(b, "1g") || wants(b, "ideal-1g"))
+		raise_pool(1, (long)need1g);
+	if (wants(b, "2m") || wants(b, "1g") || wants(b, "ideal-2m") || wants(b, "ideal-1g"))
+		raise_pool(0, (long)need2m + 64);
+}
+
+void bench_setup_pools(struct bench *b)
+{
+	uint64_t need2m = 0, need1g = 0;
+
 	for (int i = 0; i < b->nitems; i++) {
 		const struct bench_item *it = &b->items[i];
 		uint64_t p2 = bench_kernel_pool_pages(it->k, it->value, 2 * MIB);
@@ -182,12 +193,16 @@ void bench_setup_pools(struct bench *b)
 		need2m = p2 > need2m ? p2 : need2m;
 		need1g = p1 > need1g ? p1 : need1g;
 	}
-	install_signals();
-	/* 1 GiB pages first: they need contiguous memory that 2 MiB ones would split. */
-	if (wants(b, "1g") || wants(b, "ideal-1g"))
-		raise_pool(1, (long)need1g);
-	if (wants(b, "2m") || wants(b, "1g") || wants(b, "ideal-2m") || wants(b, "ideal-1g"))
-		raise_pool(0, (long)need2m + 64);
+	setup_pools_for(b, need2m, need1g);
+}
+
+void bench_setup_pools_bytes(struct bench *b, uint64_t bytes)
+{
+	/* An eighth more than plain had: the runtime's units round up, and a heap grows
+	 * in steps. 1 GiB pages only for the whole GiBs. */
+	uint64_t need2m = (bytes + bytes / 8 + 2 * MIB - 1) / (2 * MIB);
+
+	setup_pools_for(b, need2m, bytes / GIB);
 }
 
 /* THP "always" for a thp-always run; put back by bench_thp_put_back (or the signal

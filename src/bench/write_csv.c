@@ -32,9 +32,14 @@ static void csv_double(FILE *f, double v)
 
 void bench_write_csv(FILE *f, const struct bench_row *rows, int n)
 {
-	fputs("kernel,size,backing,unit,rounds,median_s,best_s,metric,best_metric,coverage,"
-	      "coverage_wanted,minflt,speedup_vs_4k,valid,check,why,spread\n",
-	      f);
+	bench_write_csv_vs(f, rows, n, "4k");
+}
+
+void bench_write_csv_vs(FILE *f, const struct bench_row *rows, int n, const char *base)
+{
+	fprintf(f, "kernel,size,backing,unit,rounds,median_s,best_s,metric,best_metric,coverage,"
+		   "coverage_wanted,minflt,speedup_vs_%s,valid,check,why,spread\n",
+		base);
 	for (int i = 0; i < n; i++) {
 		const struct bench_row *r = &rows[i];
 		int k = bench_rounds(r);

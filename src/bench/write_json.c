@@ -30,7 +30,7 @@ static void json_tlb(struct json *j, const char *key, unsigned e4k, unsigned e2m
 	json_object_end(j);
 }
 
-static void json_machine(struct json *j, const struct bench_machine *m)
+void bench_json_machine(struct json *j, const struct bench_machine *m)
 {
 	json_key(j, "machine");
 	json_object_begin(j);
@@ -69,7 +69,7 @@ static void json_machine(struct json *j, const struct bench_machine *m)
 	json_object_end(j);
 }
 
-static void json_row(struct json *j, const struct bench_row *r)
+void bench_json_row(struct json *j, const struct bench_row *r, const char *base)
 {
 	uint64_t size;
 	int k = bench_rounds(r);
@@ -115,7 +115,12 @@ static void json_row(struct json *j, const struct bench_row *r)
 	json_double(j, r->cov_wanted);
 	json_key(j, "minflt");
 	json_uint(j, r->minflt);
-	json_key(j, "speedup_vs_4k");
+	{
+		char key[40];
+
+		snprintf(key, sizeof key, "speedup_vs_%s", base && base[0] ? base : "4k");
+		json_key(j, key);
+	}
 	if (r->speedup > 0)
 		json_double(j, r->speedup);
 	else
@@ -140,11 +145,11 @@ void bench_write_json(FILE *f, const struct bench_machine *m, const struct bench
 
 	json_init(&j, f);
 	json_object_begin(&j);
-	json_machine(&j, bench_machine_or_blank(m));
+	bench_json_machine(&j, bench_machine_or_blank(m));
 	json_key(&j, "results");
 	json_array_begin(&j);
 	for (int i = 0; i < n; i++)
-		json_row(&j, &rows[i]);
+		bench_json_row(&j, &rows[i], "4k");
 	json_array_end(&j);
 	json_object_end(&j);
 	json_end(&j);

@@ -103,18 +103,19 @@ struct svg_layout {
 	double ymax, ystep;
 	double line_top; /* the working-set chart, 0 when there is none */
 	const char *curve; /* its kernel (the kernel table's curve), NULL when there is none */
+	const char *base;  /* what the speedups are against: "4k", or "plain" for a command */
 };
 
-static const char *colour_of(const char *const *back, int nb, const char *backing)
+static const char *colour_of(const char *const *back, int nb, const char *backing, const char *base)
 {
 	int c = 0;
 
-	if (!strcmp(backing, "4k"))
+	if (!strcmp(backing, base))
 		return BASE_COLOUR;
 	for (int b = 0; b < nb; b++) {
 		if (!strcmp(back[b], backing))
 			return palette[c % PALETTE_N];
-		if (strcmp(back[b], "4k"))
+		if (strcmp(back[b], base))
 			c++;
 	}
 	return palette[PALETTE_N - 1];
@@ -149,7 +150,7 @@ static void svg_header(FILE *f, const struct bench_machine *m, const struct svg_
 	fputs("<title>superpage bench</title>\n<defs>\n", f);
 	/* Hatching for a bar whose run did not get its backing: its colour, faded. */
 	for (int b = 0; b < nb; b++) {
-		if (!strcmp(back[b], "4k"))
+		if (!strcmp(back[b], L->base))
 			continue;
 		fprintf(f, "<pattern id=\"hatch%d\" width=\"4\" height=\"4\" patternUnits=\"userSpaceOnUse\" "
 			   "patternTransform=\"rotate(45)\"><path d=\"M0,0 L0,4\" stroke=\"%s\" "
@@ -180,9 +181,15 @@ static void svg_header(FILE *f, const struct bench_machine *m, const struct svg_
 	if (m->repeat > 0)
 		fprintf(f, "%d rounds per backing, ", m->repeat);
 	fprintf(f, "%s run</text>\n", m->quick ? "quick" : "full");
-	fputs("<text x=\"16\" y=\"60\" fill=\"#444444\">Speedup = median time on 4k / median "
-	      "time on the backing, for the same work: above 1.0x is faster than base pages.</text>\n",
-	      f);
+	if (!strcmp(L->base, "4k"))
+		fputs("<text x=\"16\" y=\"60\" fill=\"#444444\">Speedup = median time on 4k / median "
+		      "time on the backing, for the same work: above 1.0x is faster than base pages.</text>\n",
+		      f);
+	else
+		fprintf(f, "<text x=\"16\" y=\"60\" fill=\"#444444\">Speedup against %s: the geometric "
+			   "mean of each round's ratio (time, or the program's own figure): above 1.0x is "
+			   "better.</text>\n",
+			L->base);
 }
 
 static void svg_bar_chart(FILE *f, const struct svg_layout *L, const struct bench_row *rows, int n,
@@ -195,15 +202,15 @@ static void svg_bar_chart(FILE *f, const struct svg_layout *L, const struct benc
 	/* The key: one colour per backing, the hatching, the line of 4k's speed. */
 	c = 0;
 	for (int b = 0; b < nb; b++) {
-		if (strcmp(back[b], "4k"))
+		if (strcmp(back[b], L->base))
 			svg_legend_item(f, &x, y, palette[c++ % PALETTE_N], "none", back[b]);
 	}
 	if (c)
 		svg_legend_item(f, &x, y, "url(#hatch0)", palette[0],
 				"! did not get the backing it asked for: no result");
 	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222222\" "
-		   "stroke-dasharray=\"5,3\"/><text x=\"%.1f\" y=\"%.1f\">1.0x = as fast as 4k</text>\n",
-		x, y - 4, x + 22, y - 4, x + 28, y);
+		   "stroke-dasharray=\"5,3\"/><text x=\"%.1f\" y=\"%.1f\">1.0x = as fast as %s</text>\n",
+		x, y - 4, x + 22, y - 4, x + 28, y, L->base);
 
 	/* A light band behind each case, its sizes side by side. */
 	for (int g = 0; g < ng; g++) {
@@ -228,8 +235,8 @@ static void svg_bar_chart(FILE *f, const struct svg_layout *L, const struct benc
 		L->left, base - 1 / L->ymax * L->plot_h, L->left + L->plot_w,
 		base - 1 / L->ymax * L->plot_h);
 	fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\">"
-		   "speedup vs 4k</text>\n",
-		16.0, L->top + L->plot_h / 2);
+		   "speedup vs %s</text>\n",
+		16.0, L->top + L->plot_h / 2, L->base);
 
 	for (int g = 0; g < ng; g++) {
 		const struct bench_row *r0 = &rows[first[g]];
@@ -242,7 +249,7 @@ static void svg_bar_chart(FILE *f, const struct svg_layout *L, const struct benc
 			const struct bench_row *r;
 			double bx, h;
 
-			if (!strcmp(back[b], "4k"))
+			if (!strcmp(back[b], L->base))
 				continue;
 			r = bench_find_row(rows, n, r0, back[b]);
 			bx = gx + (L->group_w - L->nbars * L->bar_w) / 2 + j * L->bar_w;
@@ -275,8 +282,9 @@ static void svg_bar_chart(FILE *f, const struct svg_layout *L, const struct benc
 			xml_text(f, r0->name);
 			fprintf(f, " %s on ", bench_fmt_size(r0->size, sz, sizeof sz));
 			xml_text(f, r->backing);
-			fprintf(f, ": %s vs 4k, %s of the data on huge pages",
-				bench_fmt_speedup(r->speedup, a, sizeof a), bench_fmt_coverage(r->coverage, b2, sizeof b2));
+			fprintf(f, ": %s vs %s, %s of the data on huge pages",
+				bench_fmt_speedup(r->speedup, a, sizeof a), L->base,
+				bench_fmt_coverage(r->coverage, b2, sizeof b2));
 			if (!r->valid) {
 				fputs(" (not valid: ", f);
 				xml_text(f, bench_row_why(r));
@@ -394,7 +402,7 @@ static void svg_line_chart(FILE *f, const struct bench_machine *m, const struct 
 
 	x = left + w + 24;
 	for (int b = 0; b < nb; b++) {
-		const char *col = colour_of(back, nb, back[b]);
+		const char *col = colour_of(back, nb, back[b], L->base);
 		double px[64], py[64];
 		int np = 0, order[64];
 		bool drew = false;
@@ -480,8 +488,9 @@ void bench_write_svg(FILE *f, const struct bench_machine *m, const struct bench_
 	}
 
 	memset(&L, 0, sizeof L);
+	L.base = m->baseline[0] ? m->baseline : "4k";
 	for (int b = 0; b < nb; b++)
-		if (strcmp(back[b], "4k")) {
+		if (strcmp(back[b], L.base)) {
 			L.nbars++;
 			key_w += 17 + FONT_W * (double)strlen(back[b]) + 16;
 		}
@@ -512,7 +521,7 @@ void bench_write_svg(FILE *f, const struct bench_machine *m, const struct bench_
 
 	L.ymax = 1;
 	for (int i = 0; i < n; i++)
-		if (!bench_is_4k(&rows[i]) && bar_drawn(&rows[i]) && rows[i].speedup > L.ymax)
+		if (strcmp(rows[i].backing, L.base) && bar_drawn(&rows[i]) && rows[i].speedup > L.ymax)
 			L.ymax = rows[i].speedup;
 	L.ystep = tick_step(L.ymax * 1.08, 6);
 	L.ymax = ceil(L.ymax * 1.08 / L.ystep) * L.ystep;
@@ -525,8 +534,8 @@ void bench_write_svg(FILE *f, const struct bench_machine *m, const struct bench_
 
 	svg_header(f, m, &L, back, nb);
 	if (ng == 0 || L.nbars == 0)
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">no results to compare with 4k</text>\n",
-			L.left, L.top + 40);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">no results to compare with %s</text>\n",
+			L.left, L.top + 40, L.base);
 	else
 		svg_bar_chart(f, &L, rows, n, first, ng, back, nb);
 	if (L.curve)
