@@ -157,18 +157,20 @@ void bench_write_cmd_table(FILE *f, const struct bench *b, const struct bench_cm
 	      "while it ran, at the sample with the most; '-' when it ended before the first\n"
 	      "sample. runs: good runs / runs.\n",
 	      f);
-	if (c->failures) {
-		fputs("\nnotes:\n", f);
-		for (int i = 0; i < b->nvar; i++)
-			for (int k = 0; k < c->v[i].n; k++)
-				if (c->v[i].run[k].failed)
-					fprintf(f, "  %s round %d: %s\n", b->var[i].name, c->v[i].run[k].round + 1,
-						c->v[i].run[k].why);
-		if (c->differs)
-			fputs("  (lines --ignore REGEX matches, and the lines --metric takes, are left out "
-			      "of the comparison)\n",
-			      f);
-	}
+	for (int i = 0, notes = 0; i < b->nvar; i++)
+		for (int k = 0; k < c->v[i].n; k++) {
+			const struct bench_cmd_run *r = &c->v[i].run[k];
+
+			if (!r->failed)
+				continue;
+			if (!notes++)
+				fputs("\nnotes:\n", f);
+			fprintf(f, "  %s round %d: %s\n", b->var[i].name, r->round + 1, r->why);
+		}
+	if (c->differs)
+		fputs("  (lines --ignore REGEX matches, and the lines --metric takes, are left out of "
+		      "the comparison)\n",
+		      f);
 	fprintf(f, "\nverdict against plain, by %s (geometric mean of the rounds' ratios, 95%% CI):\n",
 		c->metric_src ? "its figure" : "wall time");
 	for (int i = 0; i < b->nvar; i++)

@@ -1029,6 +1029,128 @@ static void test_table_empty(void)
 	free(out);
 }
 
+/* ---- a user's command: paired ratios, their intervals, the verdicts and the JSON ---- */
+
+static void cmd_runs(struct bench_cmd_variant *v, const double *wall, int n)
+{
+	v->n = v->good = n;
+	for (int i = 0; i < n; i++) {
+		memset(&v->run[i], 0, sizeof v->run[i]);
+		v->run[i].round = i;
+		v->run[i].wall = wall[i];
+		v->run[i].user = wall[i] / 2;
+		v->run[i].metric = NAN;
+		v->run[i].maxrss = 100 << 20;
+		v->run[i].sampled = true;
+		v->run[i].anon = 64 << 20;
+		v->run[i].huge = 32 << 20;
+		v->run[i].minflt = 1000;
+	}
+}
+
+static void test_cmd_stats(void)
+{
+	static struct bench b;
+	static struct bench_cmd c;
+	static const double plain[] = { 2.0, 2.1, 1.9, 2.05, 1.95 };
+	static const double fast[] = { 1.0, 1.05, 0.95, 1.02, 0.98 }; /* twice as fast, steadily */
+	static const double same[] = { 2.0, 2.1, 1.9, 2.05, 1.95 };   /* plain's own times */
+	static const double noisy[] = { 1.0, 4.0, 1.9, 3.0, 1.0 };
+	static char *argv[] = { "prog", "a b", NULL };
+	const char *names[] = { "plain", "auto", "2m", "thp", "jemalloc" };
+	struct bench_ratio r;
+	char *out = NULL;
+
+	CHECK(fabs(bench_t95(1) - 12.706) < 1e-9);
+	CHECK(fabs(bench_t95(4) - 2.776) < 1e-9);
+	CHECK(bench_t95(100) > 1.96 && bench_t95(100) < 1.99);
+	CHECK(isnan(bench_t95(0)));
+
+	memset(&b, 0, sizeof b);
+	memset(&c, 0, sizeof c);
+	b.nvar = 5;
+	b.repeat = 5;
+	for (int i = 0; i < b.nvar; i++)
+		snprintf(b.var[i].name, sizeof b.var[i].name, "%s", names[i]);
+	b.var[4].skip = true;
+	snprintf(b.var[4].why, sizeof b.var[4].why, "libjemalloc.so.2 not installed");
+	c.argv = argv;
+	snprintf(c.label, sizeof c.label, "prog");
+	c.metric_higher = true;
+	c.rounds = 5;
+	snprintf(c.stopped, sizeof c.stopped, "all 5 rounds run");
+	cmd_runs(&c.v[0], plain, 5);
+	cmd_runs(&c.v[1], fast, 5);
+	cmd_runs(&c.v[2], same, 5);
+	cmd_runs(&c.v[3], noisy, 5);
+	/* A failed run is no pair: the ratio stands on the other four. */
+	c.v[1].run[2].failed = true;
+	c.v[1].good = 4;
+	snprintf(c.v[1].run[2].why, sizeof c.v[1].run[2].why, "exit status 1");
+
+	bench_cmd_ratio(&c, 1, &r);
+	CHECK_EQ(r.n, 4);
+	CHECK(r.ratio > 1.95 && r.ratio < 2.05);
+	CHECK(r.lo > 1.9 && r.hi < 2.1 && r.lo < r.ratio && r.ratio < r.hi);
+	CHECK(bench_ratio_clear(&r));
+	bench_cmd_ratio(&c, 2, &r);
+	CHECK_EQ(r.n, 5);
+	CHECK(fabs(r.ratio - 1) < 1e-9 && fabs(r.lo - 1) < 1e-9 && fabs(r.hi - 1) < 1e-9);
+	CHECK(bench_ratio_clear(&r)); /* within 0.98-1.02: clearly no difference */
+	bench_cmd_ratio(&c, 3, &r);
+	CHECK(r.lo < 1 && r.hi > 1);
+	CHECK(!bench_ratio_clear(&r));
+	r.n = 1;
+	r.lo = r.hi = NAN;
+	CHECK(!bench_ratio_clear(&r));
+
+	bench_cmd_finish(&b, &c);
+	CHECK(strncmp(c.v[1].verdict, "auto: 2.0", 9) == 0 || strncmp(c.v[1].verdict, "auto: 1.9", 9) == 0);
+	CHECK(strstr(c.v[1].verdict, "x faster, 95% CI ") != NULL);
+	CHECK(strstr(c.v[1].verdict, "50% huge, RSS 1.00x; 1 of 5 runs failed") != NULL);
+	CHECK(strstr(c.v[2].verdict, "2m: no measurable difference (1.00x, 95% CI 1.00-1.00)") != NULL);
+	CHECK(strstr(c.v[3].verdict, "thp: no measurable difference") != NULL);
+	CHECK(strcmp(c.v[4].verdict, "jemalloc: skipped: libjemalloc.so.2 not installed") == 0);
+	CHECK_EQ(b.nrows, 5);
+	CHECK(fabs(b.rows[0].speedup - 1) < 1e-9);
+	CHECK(b.rows[1].speedup > 1.95 && b.rows[1].n == 4 && b.rows[1].check_failed && !b.rows[1].valid);
+	CHECK(b.rows[4].n == 0 && !b.rows[4].valid);
+
+	CAPTURE(out, bench_write_cmd_json(f, &b, &c));
+	CHECK(no_bad_numbers(out));
+	if (have_python())
+		CHECK_EQ(python_check(
+				 "import json, sys\n"
+				 "d = json.load(sys.stdin)\n"
+				 "c = d[\"command\"]\n"
+				 "assert c[\"argv\"] == [\"prog\", \"a b\"] and c[\"baseline\"] == \"plain\"\n"
+				 "assert c[\"judged_by\"] == \"wall_s\" and c[\"rounds\"] == 5\n"
+				 "r = d[\"results\"]\n"
+				 "assert len(r) == 5 and r[1][\"backing\"] == \"auto\"\n"
+				 "assert 1.95 < r[1][\"speedup_vs_plain\"] < 2.05\n"
+				 "v = d[\"variants\"]\n"
+				 "assert v[1][\"pairs\"] == 4 and len(v[1][\"ci95\"]) == 2\n"
+				 "assert v[1][\"runs\"][2][\"failed\"] is True\n"
+				 "assert v[1][\"summary\"][\"maxrss_bytes\"][\"median\"] == 104857600\n"
+				 "assert v[0][\"huge_share\"] == 0.5 and v[0][\"verdict\"] is None\n"
+				 "assert v[4][\"skipped\"] is True and v[4][\"runs\"] == []\n"
+				 "assert len(d[\"verdicts\"]) == 4\n",
+				 out),
+			 0);
+	free(out);
+	out = NULL;
+	CAPTURE(out, bench_write_cmd_table(f, &b, &c));
+	CHECK(strstr(out, "superpage bench -- prog 'a b'\n") != NULL);
+	CHECK(strstr(out, "\nauto: ") != NULL && strstr(out, "\njemalloc: skipped: ") != NULL);
+	CHECK(strstr(out, "  auto round 3: exit status 1\n") != NULL);
+	free(out);
+	out = NULL;
+	CAPTURE(out, bench_write_csv_vs(f, b.rows, b.nrows, "plain"));
+	CHECK(strstr(out, ",speedup_vs_plain,") != NULL);
+	CHECK_EQ(count_of(out, "\n"), 6);
+	free(out);
+}
+
 int main(void)
 {
 	RUN(test_parse_result_good);
@@ -1048,5 +1170,6 @@ int main(void)
 	RUN(test_table_reach);
 	RUN(test_table_unsteady);
 	RUN(test_table_empty);
+	RUN(test_cmd_stats);
 	return CHECK_DONE();
 }
