@@ -246,6 +246,24 @@ test_max_time() {
 	fi
 }
 
+# It stops once the answer is clear: a program that sleeps 0.3 s under superpage run
+# only (its SUPERPAGE_BACKING set) is clearly slower there after 3 rounds, however
+# fast the machine.
+test_early_stop() {
+	local name=bench_cmd_early_stop
+	can_run $name || return
+	sp bench --backing auto --repeat 10 -- sh -c '[ -z "$SUPERPAGE_BACKING" ] || sleep 0.3'
+	if [ "$rc" != 0 ]; then
+		fail $name "exit $rc: $(oneline "$tmp/err")"
+	elif ! grep -q "^rounds    3 of 10, .*stopped after 3 of 10 rounds: every ratio's 95% interval was clear" "$tmp/out"; then
+		fail $name "it did not stop after 3 rounds: $(grep '^rounds' "$tmp/out")"
+	elif ! grep -Eq '^auto: [0-9.]+x, slower, 95% CI ' "$tmp/out"; then
+		fail $name "auto is not clearly slower: $(grep '^auto' "$tmp/out")"
+	else
+		pass $name
+	fi
+}
+
 # What memory a run of SIZE needs here, or why not.
 mem_blocker() { # bytes
 	local avail
@@ -351,6 +369,7 @@ test_metric
 test_failing
 test_differs
 test_max_time
+test_early_stop
 test_gups
 test_stream
 test_setup_pools
