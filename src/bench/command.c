@@ -272,45 +272,45 @@ static int pidfd_of(pid_t pid)
 #endif
 }
 
-/* Waits for pid, reading its smaps_rollup every few ms at first and every 100 ms
- * later (each read walks its page tables: often while it is young and short, seldom
- * once it runs long). The time of its exit into *end. */
+/* Waits for pid, reading its smaps_rollup 2 ms after its start, then at intervals
+ * growing by half up to 100 ms (each read walks its page tables: often while it is
+ * young and may be short, seldom once it runs long). The time of its exit into *end:
+ * a pidfd wakes us as it exits; without one, its exit is polled every ms. */
 static void wait_sampling(pid_t pid, struct bench_cmd_run *o, int *status, struct rusage *ru, double *end)
 {
 	int pfd = pidfd_of(pid);
-	double interval = 0.002;
+	double interval = 0.002, next = now_s() + interval;
 
 	for (;;) {
-		pid_t w;
+		double left = next - now_s();
 
 		if (pfd >= 0) {
 			struct pollfd p = { .fd = pfd, .events = POLLIN };
-			int r = poll(&p, 1, (int)(interval * 1000));
+			int r = poll(&p, 1, left > 0 ? (int)(left * 1000) + 1 : 0);
 
+			if (r > 0)
+				break;
 			if (r < 0 && errno != EINTR) {
 				close(pfd);
 				pfd = -1;
 			}
-			if (r > 0)
-				break;
 		} else {
-			w = wait4(pid, status, WNOHANG, ru);
+			struct timespec ms = { 0, 1000000 };
+			pid_t w = wait4(pid, status, WNOHANG, ru);
+
 			if (w == pid) {
 				*end = now_s();
 				return;
 			}
 			if (w < 0 && errno != EINTR)
 				break;
-			struct timespec ts = { 0, 1000000 };
-			nanosleep(&ts, NULL);
-			/* Without a pidfd the exit is seen by polling: sample less. */
-			if (interval < 0.1) {
-				interval += 0.001;
-				continue;
-			}
+			nanosleep(&ms, NULL);
 		}
-		take_sample(pid, o);
-		interval = interval * 1.5 > 0.1 ? 0.1 : interval * 1.5;
+		if (now_s() >= next) {
+			take_sample(pid, o);
+			interval = interval * 1.5 > 0.1 ? 0.1 : interval * 1.5;
+			next = now_s() + interval;
+		}
 	}
 	*end = now_s();
 	if (pfd >= 0)
