@@ -238,7 +238,7 @@ struct bench_cmd_run {
 	char why[160];              /* what went wrong */
 };
 
-/* A ratio against plain over the rounds both ran well: the geometric mean of the
+/* A ratio against the baseline (plain) over the rounds both ran well: the geometric mean of the
  * rounds' ratios (above 1: better than plain) and its 95% confidence interval. */
 struct bench_ratio {
 	int n;                      /* paired rounds */
@@ -268,7 +268,9 @@ struct bench_cmd {
 	bool metric_higher;         /* the figure is better when higher (the default) */
 	double max_time;            /* --max-time seconds, 0: none */
 	struct bench_cmd_variant v[BENCH_MAX_VARIANTS];
-	int base;                   /* the index of plain among the variants */
+	const char *baseline;       /* what the ratios are against (--baseline): a variant's
+	                               name; NULL: plain */
+	int base;                   /* its index among the variants */
 	int rounds;                 /* rounds run */
 	char stopped[160];          /* why the rounds ended */
 	bool have_ref;              /* plain's first run's stdout, kept to compare with */

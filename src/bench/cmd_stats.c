@@ -58,7 +58,7 @@ int bench_cmd_summary(const struct bench_cmd_variant *v, enum bench_measure m, d
 	return k;
 }
 
-/* How much better run r is than plain's run p: by the figure when there is one. */
+/* How much better run r is than the baseline's run p: by the figure when there is one. */
 static double pair_ratio(const struct bench_cmd *c, const struct bench_cmd_run *p, const struct bench_cmd_run *r)
 {
 	if (c->metric_re) {
@@ -149,7 +149,8 @@ static void verdict(const struct bench *b, struct bench_cmd *c, int i)
 		return;
 	}
 	if (!isfinite(r->ratio))
-		at = snprintf(s, len, "%s: no ratio: plain has no good run to pair with", v->name);
+		at = snprintf(s, len, "%s: no ratio: %s has no good run to pair with", v->name,
+			      b->var[c->base].name);
 	else if (!isfinite(r->lo))
 		at = snprintf(s, len, "%s: %.2fx %s, one round: no interval", v->name, r->ratio,
 			      r->ratio >= 1 ? "faster" : "slower");

@@ -415,23 +415,24 @@ out:
 
 /* ---------- the rounds ---------- */
 
-static int plain_index(const struct bench *b)
+static int variant_index(const struct bench *b, const char *name)
 {
 	for (int i = 0; i < b->nvar; i++)
-		if (!strcmp(b->var[i].name, "plain"))
+		if (!strcmp(b->var[i].name, name))
 			return i;
 	return 0;
 }
 
-/* Whether every variant that ran has a clear ratio against plain; false if none ran. */
-static bool all_clear(const struct bench *b, const struct bench_cmd *c, int base)
+/* Whether every variant that ran has a clear ratio against the baseline; false if none
+ * ran. */
+static bool all_clear(const struct bench *b, const struct bench_cmd *c)
 {
 	int compared = 0;
 
 	for (int i = 0; i < b->nvar; i++) {
 		struct bench_ratio r;
 
-		if (i == base || b->var[i].skip || c->v[i].n == 0)
+		if (i == c->base || b->var[i].skip || c->v[i].n == 0)
 			continue;
 		bench_cmd_ratio(c, i, &r);
 		if (!bench_ratio_clear(&r))
@@ -470,11 +471,11 @@ static void after_first(struct bench *b, const struct bench_cmd_run *first)
 
 void bench_cmd_run(struct bench *b, struct bench_cmd *c)
 {
-	int base = plain_index(b), out = -1;
+	int base = variant_index(b, "plain"), out = -1;
 	uint64_t warm = 0;
 	bool first = true;
 
-	c->base = base;
+	c->base = variant_index(b, c->baseline ? c->baseline : "plain");
 	b->started = now_s();
 	if (c->output) {
 		out = open(c->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -542,7 +543,7 @@ void bench_cmd_run(struct bench *b, struct bench_cmd *c)
 				 "could run");
 			break;
 		}
-		if (c->rounds >= 3 && c->rounds < b->repeat && all_clear(b, c, base)) {
+		if (c->rounds >= 3 && c->rounds < b->repeat && all_clear(b, c)) {
 			snprintf(c->stopped, sizeof c->stopped, "stopped after %d of %d rounds: every ratio's "
 				 "95%% interval was clear of 1.0 (or within 0.98-1.02)", c->rounds, b->repeat);
 			break;
@@ -552,7 +553,7 @@ void bench_cmd_run(struct bench *b, struct bench_cmd *c)
 		close(out);
 	bench_cmd_finish(b, c);
 	bench_read_machine(b, &b->machine);
-	snprintf(b->machine.baseline, sizeof b->machine.baseline, "plain");
+	snprintf(b->machine.baseline, sizeof b->machine.baseline, "%s", b->var[c->base].name);
 	bench_restore_pools();
 	b->seconds = now_s() - b->started;
 }

@@ -171,8 +171,8 @@ void bench_write_cmd_table(FILE *f, const struct bench *b, const struct bench_cm
 		fputs("  (lines --ignore REGEX matches, and the lines --metric takes, are left out of "
 		      "the comparison)\n",
 		      f);
-	fprintf(f, "\nverdict against plain, by %s (geometric mean of the rounds' ratios, 95%% CI):\n",
-		c->metric_src ? "its figure" : "wall time");
+	fprintf(f, "\nverdict against %s, by %s (geometric mean of the rounds' ratios, 95%% CI):\n",
+		b->var[c->base].name, c->metric_src ? "its figure" : "wall time");
 	for (int i = 0; i < b->nvar; i++)
 		if (i != c->base)
 			fprintf(f, "%s\n", c->v[i].verdict);
@@ -325,7 +325,7 @@ void bench_write_cmd_json(FILE *f, const struct bench *b, const struct bench_cmd
 	else
 		json_null(&j);
 	json_key(&j, "baseline");
-	json_string(&j, "plain");
+	json_string(&j, b->var[c->base].name);
 	json_key(&j, "rounds");
 	json_int(&j, c->rounds);
 	json_key(&j, "repeat");
@@ -340,7 +340,7 @@ void bench_write_cmd_json(FILE *f, const struct bench *b, const struct bench_cmd
 	json_key(&j, "results");
 	json_array_begin(&j);
 	for (int i = 0; i < b->nrows; i++)
-		bench_json_row(&j, &b->rows[i], "plain");
+		bench_json_row(&j, &b->rows[i], b->var[c->base].name);
 	json_array_end(&j);
 	json_key(&j, "variants");
 	json_array_begin(&j);

@@ -81,6 +81,8 @@ void usage_bench(void)
 	      "  --metric-higher, --metric-lower\n"
 	      "                     whether a higher figure is better (default: higher)\n"
 	      "  --ignore REGEX     lines of its stdout left out of the comparison\n"
+	      "  --baseline V       the variant the ratios are against (default: plain; 4k,\n"
+	      "                     with --backing 4k,..., as the kernels' table)\n"
 	      "  --output FILE      every run's stdout and stderr, under a head line, into FILE\n"
 	      "                     (default: /dev/null)\n"
 	      "  --peers, --allow-sysfs, --setup-pools, --json, --csv, --svg  as above (no\n"
@@ -177,6 +179,15 @@ static int plan_command(struct bench *b, struct outputs *out, struct bench_cmd *
 	b->repeat = repeat ? repeat : 5;
 	if (bench_plan_command(b, backings ? backings : "auto,2m", err, sizeof err))
 		return cli_error(EXIT_USAGE, "bench: %s", err);
+	if (c->baseline) {
+		bool found = false;
+
+		for (int i = 0; i < b->nvar; i++)
+			found |= !strcmp(b->var[i].name, c->baseline);
+		if (!found)
+			return cli_error(EXIT_USAGE, "bench: --baseline %s is none of the variants run "
+					 "(plain, those of --backing, and with --peers the peers')", c->baseline);
+	}
 	return 0;
 }
 
@@ -200,6 +211,10 @@ static int parse_options(struct bench *b, struct outputs *out, struct bench_cmd 
 		} else if (!strcmp(a, "--metric-higher") || !strcmp(a, "--metric-lower")) {
 			c->metric_higher = !strcmp(a, "--metric-higher");
 			out->metric_dir = a;
+		} else if ((m = cli_opt_value(argc, argv, &i, "--baseline", &v)) != 0) {
+			if (m < 0)
+				return EXIT_USAGE;
+			c->baseline = v;
 		} else if ((m = cli_opt_value(argc, argv, &i, "--ignore", &v)) != 0) {
 			if (m < 0)
 				return EXIT_USAGE;
@@ -268,10 +283,10 @@ static int parse_options(struct bench *b, struct outputs *out, struct bench_cmd 
 	}
 	if (c->argv)
 		return plan_command(b, out, c, backings, repeat);
-	if (c->metric_src || c->ignore_src || c->output || out->metric_dir || out->max_time)
+	if (c->metric_src || c->ignore_src || c->output || out->metric_dir || out->max_time || c->baseline)
 		return cli_error(EXIT_USAGE, "bench: %s goes with -- CMD (your own program)",
 				 c->metric_src ? "--metric" : c->ignore_src ? "--ignore" : c->output ? "--output" :
-				 out->metric_dir ? out->metric_dir : "--max-time");
+				 out->metric_dir ? out->metric_dir : out->max_time ? "--max-time" : "--baseline");
 	b->repeat = repeat ? repeat : b->quick ? 3 : 5;
 	/* --quick leaves out thp: at the quick sizes auto is THP, and time is short. */
 	if (!backings)
@@ -354,7 +369,7 @@ static int write_file(const char *path, const char *what, const struct bench *b,
 	else if (!strcmp(what, "json"))
 		bench_write_json(f, &b->machine, b->rows, b->nrows);
 	else if (!strcmp(what, "csv"))
-		bench_write_csv_vs(f, b->rows, b->nrows, c ? "plain" : "4k");
+		bench_write_csv_vs(f, b->rows, b->nrows, c ? b->var[c->base].name : "4k");
 	else
 		bench_write_svg(f, &b->machine, b->rows, b->nrows, b->names, b->nnames);
 	if (fclose(f) != 0)

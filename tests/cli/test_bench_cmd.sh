@@ -69,6 +69,8 @@ test_bad_args() {
 	expect_usage_error bench_cmd_metric_no_cmd bench --metric 'x=([0-9]+)'
 	expect_usage_error bench_cmd_output_no_cmd bench --output "$tmp/o"
 	expect_usage_error bench_cmd_sysfs_alone bench --allow-sysfs -- /bin/true
+	expect_usage_error bench_cmd_baseline_unknown bench --baseline 2m --backing auto -- /bin/true
+	expect_usage_error bench_cmd_baseline_no_cmd bench --baseline 4k
 	expect_usage_error bench_cmd_json_unwritable bench --json /nonexistent/dir/r.json -- /bin/true
 }
 
@@ -121,6 +123,31 @@ lines = open(sys.argv[2]).read().splitlines()
 if len(lines) != 3 or ",speedup_vs_plain," not in lines[0]: print("csv %r" % lines[:2]); sys.exit()
 root = ET.parse(sys.argv[3]).getroot()
 if not root.tag.endswith("svg"): print("svg root %s" % root.tag)
+PY
+)
+	if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
+}
+
+# --baseline 4k: the ratios against 4k, as the kernels' table has them; plain gets a
+# verdict of its own.
+test_baseline() {
+	local name=bench_cmd_baseline why
+	can_run $name python || return
+	sp bench --backing 4k,auto --baseline 4k --repeat 2 --json "$tmp/b.json" -- /bin/true
+	if [ "$rc" != 0 ]; then
+		fail $name "exit $rc: $(oneline "$tmp/err")"
+		return
+	fi
+	why=$(verdicts_ok plain auto)
+	[ -n "$why" ] || grep -q '^verdict against 4k, by wall time' "$tmp/out" || why="no 'verdict against 4k'"
+	[ -n "$why" ] || ! grep -q '^4k: ' "$tmp/out" || why="a verdict for the baseline itself"
+	[ -n "$why" ] || why=$(python3 - "$tmp/b.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+if d["command"]["baseline"] != "4k": print("baseline %r" % d["command"]); sys.exit()
+r = {x["backing"]: x for x in d["results"]}
+if r["4k"]["speedup_vs_4k"] != 1 or not r["plain"]["speedup_vs_4k"] > 0: print("rows %r" % r); sys.exit()
+if [v.split(":")[0] for v in d["verdicts"]] != ["plain", "auto"]: print("verdicts %r" % d["verdicts"])
 PY
 )
 	if [ -n "$why" ]; then fail $name "$why"; else pass $name; fi
@@ -364,6 +391,7 @@ PY
 
 test_bad_args
 test_true_json
+test_baseline
 test_shell_output
 test_metric
 test_failing
