@@ -180,7 +180,10 @@ static void svg_header(FILE *f, const struct bench_machine *m, const struct svg_
 	}
 	if (m->repeat > 0)
 		fprintf(f, "%d rounds per backing, ", m->repeat);
-	fprintf(f, "%s run</text>\n", m->quick ? "quick" : "full");
+	if (!strcmp(L->base, "4k"))
+		fprintf(f, "%s run</text>\n", m->quick ? "quick" : "full");
+	else
+		fprintf(f, "against %s</text>\n", L->base);
 	if (!strcmp(L->base, "4k"))
 		fputs("<text x=\"16\" y=\"60\" fill=\"#444444\">Speedup = median time on 4k / median "
 		      "time on the backing, for the same work: above 1.0x is faster than base pages.</text>\n",

@@ -42,6 +42,8 @@ static void usage(FILE *f)
 	      "                                        huge pages\n"
 	      "  run [OPTIONS] [--] CMD [ARGS...]      run a program with its memory on huge pages\n"
 	      "  bench [OPTIONS]                       run the benchmark kernels under each backing\n"
+	      "  bench [OPTIONS] -- CMD [ARGS...]      run your program plain and under each\n"
+	      "                                        backing: does it gain?\n"
 	      "  export --textfile DIR | --listen ADDR huge page metrics for Prometheus\n"
 	      "  cdi [--print | --output FILE]         a CDI spec: containers on huge pages through\n"
 	      "                                        podman run --device superpage.io/run=auto\n"
