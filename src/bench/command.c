@@ -528,8 +528,12 @@ void bench_cmd_run(struct bench *b, struct bench_cmd *c)
 			if (o->maxrss > warm)
 				warm = o->maxrss;
 			if (first && i == base) {
+				/* Waiting for the pool lock is no time of the rounds' (--max-time). */
+				double t = now_s();
+
 				first = false;
 				after_first(b, o);
+				b->started += now_s() - t;
 			}
 		}
 		c->rounds = round + 1;
