@@ -43,10 +43,14 @@ SAN :=
 endif
 
 CFLAGS ?= -O2 -g
+# SP_HARDEN=0: the runtime's free lists without their hardening (src/runtime/heap.h),
+# only for bench/compare.sh to measure its cost (make bench builds it in $(B)/unhardened).
+SP_HARDEN ?= 1
+HARDEN := $(if $(filter 0,$(SP_HARDEN)),-DSP_HARDEN=0)
 WARN := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
 # -MMD: each object's headers are listed beside it (X.d), read back below.
 DEPS := -MMD -MP
-ALL_CFLAGS := -std=gnu11 $(CPPFLAGS) $(CFLAGS) $(WARN) $(SAN) $(DEPS) -fPIC -D_GNU_SOURCE -Iinclude
+ALL_CFLAGS := -std=gnu11 $(CPPFLAGS) $(CFLAGS) $(HARDEN) $(WARN) $(SAN) $(DEPS) -fPIC -D_GNU_SOURCE -Iinclude
 # The core's own header (internal.h, os.h): for the core, the runtime and the unit tests,
 # not for the command, which asks the core through superpage.h.
 CORE_INC := -Isrc/core
@@ -279,11 +283,16 @@ check-unit: $(UNIT_BIN)
 	@bash tests/run.sh $(B) unit
 
 # The main job: every kernel under each backing, pools set up for it and put back.
-bench: all kernels $(B)/tests/runtime/common/gups_malloc $(B)/tests/runtime/common/sweep
+bench: all kernels unhardened $(B)/tests/runtime/common/gups_malloc $(B)/tests/runtime/common/sweep
 	@mkdir -p $(B)/bench
 	set -o pipefail; $(CLI) bench --quick --setup-pools --json $(B)/bench/report.json \
 		--csv $(B)/bench/report.csv --svg $(B)/bench/report.svg | tee $(B)/bench/report.txt
 	set -o pipefail; bash bench/compare.sh $(B) --quick | tee $(B)/bench/malloc.txt
+
+# The command and the runtime with the hardening compiled out, beside the build, for
+# bench/compare.sh's row of what the hardening costs.
+unhardened:
+	$(MAKE) SP_HARDEN=0 B=$(B)/unhardened $(B)/unhardened/superpage $(B)/unhardened/libsuperpage-run.so
 
 # Real programs, plain and under superpage run in each mode (tests/compat/run.sh --help);
 # make compat ONLY=redis,java MODES=auto,2m runs a part.
@@ -365,7 +374,7 @@ deb:
 clean:
 	rm -rf build
 
-.PHONY: all kernels tests check check-unit bench install uninstall deb clean
+.PHONY: all kernels unhardened tests check check-unit bench install uninstall deb clean
 
 # The headers each object and program was built from (-MMD), once it has been built.
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

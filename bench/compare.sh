@@ -6,11 +6,16 @@
 # resident growth against the data's size, and its share on huge pages). Reports; never
 # asserts a speed or a size.
 #
-# usage: bash bench/compare.sh BUILD_DIR [--quick]
+# usage: bash bench/compare.sh BUILD_DIR [--quick | --hardening]
 # Needs BUILD_DIR/superpage, BUILD_DIR/bench/kernels/malloc,
 # BUILD_DIR/tests/runtime/common/gups_malloc and .../common/sweep (make bench builds
 # them). mimalloc and jemalloc are
-# used where installed (apt-get install libmimalloc2.0 libjemalloc2). Each round runs
+# used where installed (apt-get install libmimalloc2.0 libjemalloc2). So is the runtime
+# with its free lists' hardening compiled out, BUILD_DIR/unhardened (make unhardened;
+# make bench builds it), in the column "unhardened": the hardening's cost is the
+# median of the rounds' ratios superpage / unhardened, given under the table (each
+# round runs the two one after the other). --hardening runs only those two, 11 rounds
+# of the malloc kernels, and no gups_malloc or sizes. Each round runs
 # every allocator once, the first one rotating; 7 rounds of 0.5 s runs of the malloc
 # kernels (3 of 0.4 s with --quick: this machine's speed drifts from minute to minute,
 # and many short alternating rounds see less of it than a few long ones), 3 of
@@ -25,18 +30,26 @@
 set -u
 
 usage() {
-	echo "usage: bash bench/compare.sh BUILD_DIR [--quick]" >&2
+	echo "usage: bash bench/compare.sh BUILD_DIR [--quick | --hardening]" >&2
 	exit 2
 }
 
+case ${1:-} in
+-h | --help)
+	sed -n '2,/^# shellcheck/{/^# shellcheck/d; s/^# \{0,1\}//; p}' "$0"
+	exit 0 ;;
+esac
 [ $# -ge 1 ] && [ $# -le 2 ] || usage
 B=$1
 ROUNDS=7
 SECONDS_PER_RUN=0.5
+HARDENING_ONLY=""
 if [ $# -eq 2 ]; then
-	[ "$2" = --quick ] || usage
-	ROUNDS=3
-	SECONDS_PER_RUN=0.4
+	case $2 in
+	--quick) ROUNDS=3; SECONDS_PER_RUN=0.4 ;;
+	--hardening) ROUNDS=11; HARDENING_ONLY=1 ;;
+	*) usage ;;
+	esac
 fi
 GUPS_ROUNDS=3
 GUPS_SIZE=1G
@@ -49,9 +62,13 @@ GUPS=$B/tests/runtime/common/gups_malloc
 SWEEP=$B/tests/runtime/common/sweep
 SWEEP_TOTAL=256M
 [ "$ROUNDS" -eq 3 ] && SWEEP_TOTAL=128M
-for f in "$SP" "$MB" "$GUPS" "$SWEEP" "$B/libsuperpage-run.so"; do
+UNHARDENED=$B/unhardened/superpage
+NEED=("$SP" "$MB" "$B/libsuperpage-run.so")
+[ -n "$HARDENING_ONLY" ] && NEED+=("$UNHARDENED" "$B/unhardened/libsuperpage-run.so") ||
+	NEED+=("$GUPS" "$SWEEP")
+for f in "${NEED[@]}"; do
 	if [ ! -x "$f" ] && [ ! -f "$f" ]; then
-		echo "compare.sh: $f is missing (make bench builds it)" >&2
+		echo "compare.sh: $f is missing (make bench builds it; make unhardened the runtime without the hardening)" >&2
 		exit 2
 	fi
 done
@@ -135,8 +152,12 @@ lib_version() {
 
 MIMALLOC=$(find_lib libmimalloc.so.2)
 JEMALLOC=$(find_lib libjemalloc.so.2)
-ALLOCS=(glibc superpage mimalloc jemalloc)
-declare -A HAVE=([glibc]=1 [superpage]=1 [mimalloc]=${MIMALLOC:+1} [jemalloc]=${JEMALLOC:+1})
+ALLOCS=(glibc superpage unhardened mimalloc jemalloc)
+[ -n "$HARDENING_ONLY" ] && ALLOCS=(superpage unhardened)
+HAVE_UNHARDENED=""
+[ -x "$UNHARDENED" ] && [ -f "$B/unhardened/libsuperpage-run.so" ] && HAVE_UNHARDENED=1
+declare -A HAVE=([glibc]=1 [superpage]=1 [unhardened]=$HAVE_UNHARDENED [mimalloc]=${MIMALLOC:+1}
+	[jemalloc]=${JEMALLOC:+1})
 
 # Runs "$@" under allocator $1, stdout to $TMP/out, stderr to $TMP/err; returns its
 # status. (The redirections are on the command alone, so a trap that runs meanwhile
@@ -146,6 +167,7 @@ run_with() {
 	shift
 	case $alloc in
 	superpage) set -- "$SP" run -- "$@" ;;
+	unhardened) set -- "$UNHARDENED" run -- "$@" ;;
 	mimalloc) set -- env LD_PRELOAD="$MIMALLOC" MIMALLOC_ALLOW_LARGE_OS_PAGES=1 \
 		MIMALLOC_LARGE_OS_PAGES=1 "$@" ;;
 	jemalloc) set -- env LD_PRELOAD="$JEMALLOC" MALLOC_CONF=thp:always,metadata_thp:always "$@" ;;
@@ -199,7 +221,11 @@ median() {
 
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
-echo "compare.sh: malloc throughput and gups_malloc under glibc, superpage run, mimalloc, jemalloc"
+if [ -n "$HARDENING_ONLY" ]; then
+	echo "compare.sh --hardening: malloc throughput under superpage run, with and without its hardening"
+else
+	echo "compare.sh: malloc throughput and gups_malloc under glibc, superpage run, mimalloc, jemalloc"
+fi
 echo "machine: ${cpu:-unknown cpu}, $(nproc) cpus, $(uname -sr) $(uname -m), load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 echo "thp:     enabled ${thp:-absent}"
 echo "pools:   $(pools_line)"
@@ -214,6 +240,11 @@ if [ -n "$JEMALLOC" ]; then
 	echo "jemalloc: $JEMALLOC ($(lib_version "$JEMALLOC")), MALLOC_CONF=thp:always,metadata_thp:always"
 else
 	echo "jemalloc: not installed (apt-get install libjemalloc2)"
+fi
+if [ -n "$HAVE_UNHARDENED" ]; then
+	echo "unhardened: $UNHARDENED run (the runtime built with SP_HARDEN=0: free lists' links plain, unchecked)"
+else
+	echo "unhardened: not built (make unhardened): the hardening's cost is not measured"
 fi
 
 # ---------- malloc kernels ----------
@@ -292,6 +323,7 @@ for k in "${KERNELS[@]}"; do
 			key=$k,$t,$a
 			if [ -z "${HAVE[$a]}" ]; then
 				cell="not installed"
+				[ "$a" = unhardened ] && cell="not built"
 			elif [ -n "${BROKEN[$key]:-}" ]; then
 				cell=${BROKEN[$key]}
 			elif [ -z "${OPS[$key]:-}" ]; then
@@ -308,22 +340,40 @@ for k in "${KERNELS[@]}"; do
 	done
 done
 
-# superpage against mimalloc round by round: the two ran seconds apart in each round.
-if [ -n "${HAVE[mimalloc]}" ]; then
-	line=""
+# Allocator $1 against $2 round by round (the two ran seconds apart in each round): the
+# median of the rounds' ratios per kernel and threads, "" if no round has both. With
+# $3 = cost, each also as what $1 costs against $2, in percent.
+round_ratios() {
+	local k t i line="" med
 	for k in "${KERNELS[@]}"; do
 		for t in "${THREADS[@]}"; do
-			read -ra s_ops <<<"${OPS[$k,$t,superpage]:-}"
-			read -ra m_ops <<<"${OPS[$k,$t,mimalloc]:-}"
+			read -ra s_ops <<<"${OPS[$k,$t,$1]:-}"
+			read -ra m_ops <<<"${OPS[$k,$t,$2]:-}"
 			[ ${#s_ops[@]} -gt 0 ] && [ ${#s_ops[@]} -eq ${#m_ops[@]} ] || continue
 			ratios=()
 			for ((i = 0; i < ${#s_ops[@]}; i++)); do
 				ratios+=("$(awk -v a="${s_ops[i]}" -v b="${m_ops[i]}" 'BEGIN { print a / b }')")
 			done
-			line+="$(printf '  %s %st %.2fx' "$k" "$t" "$(median "${ratios[@]}")")"
+			med=$(median "${ratios[@]}")
+			line+="$(printf '  %s %st %.3fx' "$k" "$t" "$med")"
+			[ "${3:-}" = cost ] && line+="$(awk -v m="$med" 'BEGIN { printf " (%+.1f%%)", (1 / m - 1) * 100 }')"
 		done
 	done
-	[ -z "$line" ] || echo "superpage / mimalloc, median of the rounds' ratios:$line"
+	echo "$line"
+}
+
+# superpage against mimalloc, and the hardening's cost: superpage against the runtime
+# built without it.
+line=$(round_ratios superpage mimalloc)
+[ -z "$line" ] || echo "superpage / mimalloc, median of the rounds' ratios:$line"
+line=$(round_ratios superpage unhardened cost)
+[ -z "$line" ] || echo "hardening: superpage / unhardened, median of the rounds' ratios (time it adds):$line"
+if [ -n "$HARDENING_ONLY" ]; then
+	[ ${#failures[@]} -eq 0 ] && exit 0
+	for f in "${failures[@]}"; do
+		echo "compare.sh: $f" >&2
+	done
+	exit 1
 fi
 
 # ---------- gups_malloc: an unmodified malloc program ----------

@@ -251,7 +251,7 @@ static inline bool span_object(const struct span *s, uintptr_t o, unsigned cls)
 static void *span_next(const struct span *s, void *o)
 {
 	void *next = link_decode(o);
-	if (next && !span_object(s, (uintptr_t)next, s->cls))
+	if (SP_HARDEN && next && !span_object(s, (uintptr_t)next, s->cls))
 		link_refused(o, "malloc");
 	return next;
 }
@@ -355,10 +355,10 @@ unsigned central_put(unsigned cls, void *list)
 		 * secret's noise was written by one who knows the secret.) */
 		void *o = list;
 		struct span *s = span_at((uintptr_t)o);
-		if (!s || s->kind != SPAN_SMALL || s->cls != cls)
+		if (SP_HARDEN && (!s || s->kind != SPAN_SMALL || s->cls != cls))
 			link_refused(prev, "free");
 		list = link_decode(o);
-		if (list && !link_plausible(list))
+		if (SP_HARDEN && list && !link_plausible(list))
 			link_refused(o, "free");
 		prev = o;
 		held = lock_span(s, held);

@@ -299,6 +299,12 @@ static inline uint64_t page_info(uintptr_t a)
 	return __atomic_load_n(&heap_hot.pageinfo[pg], __ATOMIC_ACQUIRE);
 }
 
+/* SP_HARDEN=0 (make SP_HARDEN=0, for bench/compare.sh only) builds the lists with plain
+ * links and no checks, to measure what the hardening costs; the default is 1. */
+#ifndef SP_HARDEN
+#define SP_HARDEN 1
+#endif
+
 /* A free list's link as a freed small object holds it in its first word (the
  * threads' caches, the batches between them and the spans, the spans' own lists):
  * the next object's address mangled with a secret of the process and the object's
@@ -312,11 +318,15 @@ static inline uint64_t page_info(uintptr_t a)
  * malloc's common path two instructions.) */
 static inline uintptr_t link_encode(const void *slot, const void *next)
 {
+	if (!SP_HARDEN)
+		return (uintptr_t)next;
 	return (uintptr_t)next ^ (uintptr_t)slot ^ heap_hot.link_key;
 }
 
 static inline void *link_decode(const void *slot)
 {
+	if (!SP_HARDEN)
+		return *(void *const *)slot;
 	return (void *)(*(const uintptr_t *)slot ^ ((uintptr_t)slot ^ heap_hot.link_key));
 }
 
@@ -328,6 +338,8 @@ static inline void *link_decode(const void *slot)
  * is this one, and the check costs malloc four instructions and no branch.) */
 static inline bool link_plausible(const void *p)
 {
+	if (!SP_HARDEN)
+		return p != NULL;
 	uintptr_t a = (uintptr_t)p - heap_hot.base;
 	a = (a >> 4) | (a << 60);
 	return (a >> (PAGE_SHIFT - 4)) < __atomic_load_n(&heap_hot.top_pages, __ATOMIC_RELAXED);
