@@ -358,7 +358,7 @@ unsigned central_put(unsigned cls, void *list)
 		if (SP_HARDEN && (!s || s->kind != SPAN_SMALL || s->cls != cls))
 			link_refused(prev, "free");
 		list = link_decode(o);
-		if (SP_HARDEN && list && !link_plausible(list))
+		if (SP_HARDEN && !link_plausible(list) && list)
 			link_refused(o, "free");
 		prev = o;
 		held = lock_span(s, held);

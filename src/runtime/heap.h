@@ -242,6 +242,7 @@ struct heap_hot {
 	uintptr_t free_key;
 	_Atomic(struct span *) *pagemap; /* per page of the range: its span (range.c) */
 	uintptr_t link_key;
+	size_t top_granules; /* top_pages in 16-byte steps, for link_plausible */
 } __attribute__((aligned(64)));
 extern struct heap_hot heap_hot;
 
@@ -316,33 +317,46 @@ static inline uint64_t page_info(uintptr_t a)
  * copied into another object reads as another address there. (The whole address,
  * not glibc's address >> 12: the secret already hides every bit, and the shift cost
  * malloc's common path two instructions.) */
+static inline uintptr_t link_mask(const void *slot)
+{
+	uintptr_t mask = (uintptr_t)slot ^ heap_hot.link_key;
+	/* (The mask is made whole before it meets the link, which a pop loads last and a
+	 * push reads from the cache last: the link then waits for one xor, not two. The
+	 * empty asm keeps the compiler from taking the xors in another order.) */
+	__asm__("" : "+r"(mask));
+	return mask;
+}
+
 static inline uintptr_t link_encode(const void *slot, const void *next)
 {
 	if (!SP_HARDEN)
 		return (uintptr_t)next;
-	return (uintptr_t)next ^ (uintptr_t)slot ^ heap_hot.link_key;
+	return (uintptr_t)next ^ link_mask(slot);
 }
 
 static inline void *link_decode(const void *slot)
 {
 	if (!SP_HARDEN)
 		return *(void *const *)slot;
-	return (void *)(*(const uintptr_t *)slot ^ ((uintptr_t)slot ^ heap_hot.link_key));
+	return (void *)(*(const uintptr_t *)slot ^ link_mask(slot));
 }
 
 /* The check of the threads' caches, which pop in a few instructions: an object read
  * from a list is 16-byte aligned on the range's writable pages before it is read or
  * given out. (Rotated right by 4, an offset that is not a multiple of 16 has its low
- * bits on top and reads as no page of the range: one compare checks both. NULL is
- * refused too, its offset being above any range: the caches' test for an empty list
- * is this one, and the check costs malloc four instructions and no branch.) */
+ * bits on top and reads as past the range's top: one compare, with the top counted in
+ * 16-byte steps, checks both. NULL is refused too, its offset being above any range:
+ * the caches' test for an empty list is this one, and the check costs malloc three
+ * instructions and no branch. The top is read plainly, not as an atomic, so that the
+ * compare takes it from memory: it is one aligned word, stored as the range grows,
+ * before the page heap's lock hands out any span on the pages it adds.) */
 static inline bool link_plausible(const void *p)
 {
 	if (!SP_HARDEN)
 		return p != NULL;
 	uintptr_t a = (uintptr_t)p - heap_hot.base;
 	a = (a >> 4) | (a << 60);
-	return (a >> (PAGE_SHIFT - 4)) < __atomic_load_n(&heap_hot.top_pages, __ATOMIC_RELAXED);
+	return a < heap_hot.top_granules;
 }
 
 /* Ends the process on a link that failed its check, read from the freed object slot

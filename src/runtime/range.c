@@ -66,6 +66,8 @@ int range_grow(size_t need_units)
 	bits_set(pg.freebits, pg.frontier, add, true);
 	__atomic_store_n(&pg.frontier, want, __ATOMIC_RELEASE);
 	__atomic_store_n(&heap_hot.top_pages, want * PAGES_PER_UNIT, __ATOMIC_RELEASE);
+	__atomic_store_n(&heap_hot.top_granules, want * PAGES_PER_UNIT << (PAGE_SHIFT - 4),
+			 __ATOMIC_RELAXED);
 	if (pg.lazy)
 		__atomic_store_n(&pg.end, unit_addr(want), __ATOMIC_RELEASE);
 	return 0;
@@ -86,6 +88,8 @@ void range_trim_top(void)
 		return;
 	size_t old = pg.frontier;
 	__atomic_store_n(&heap_hot.top_pages, top * PAGES_PER_UNIT, __ATOMIC_RELEASE);
+	__atomic_store_n(&heap_hot.top_granules, top * PAGES_PER_UNIT << (PAGE_SHIFT - 4),
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&pg.frontier, top, __ATOMIC_RELEASE);
 	if (pg.lazy)
 		__atomic_store_n(&pg.end, unit_addr(top), __ATOMIC_RELEASE);
