@@ -344,7 +344,7 @@ done
 # median of the rounds' ratios per kernel and threads, "" if no round has both. With
 # $3 = cost, each also as what $1 costs against $2, in percent.
 round_ratios() {
-	local k t i line="" med
+	local k t i line="" med s_ops m_ops ratios
 	for k in "${KERNELS[@]}"; do
 		for t in "${THREADS[@]}"; do
 			read -ra s_ops <<<"${OPS[$k,$t,$1]:-}"
@@ -355,8 +355,12 @@ round_ratios() {
 				ratios+=("$(awk -v a="${s_ops[i]}" -v b="${m_ops[i]}" 'BEGIN { print a / b }')")
 			done
 			med=$(median "${ratios[@]}")
-			line+="$(printf '  %s %st %.3fx' "$k" "$t" "$med")"
-			[ "${3:-}" = cost ] && line+="$(awk -v m="$med" 'BEGIN { printf " (%+.1f%%)", (1 / m - 1) * 100 }')"
+			if [ "${3:-}" = cost ]; then
+				line+="$(awk -v k="$k" -v t="$t" -v m="$med" 'BEGIN {
+					printf "  %s %st %.3fx (%+.1f%%)", k, t, m, (1 / m - 1) * 100 }')"
+			else
+				line+="$(printf '  %s %st %.2fx' "$k" "$t" "$med")"
+			fi
 		done
 	done
 	echo "$line"
