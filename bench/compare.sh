@@ -14,8 +14,10 @@
 # with its free lists' hardening compiled out, BUILD_DIR/unhardened (make unhardened;
 # make bench builds it), in the column "unhardened": the hardening's cost is the
 # median of the rounds' ratios superpage / unhardened, given under the table (each
-# round runs the two one after the other). --hardening runs only those two, 11 rounds
-# of the malloc kernels, and no gups_malloc or sizes. Each round runs
+# round runs the two one after the other). --hardening runs only those two, and
+# superpage once more ("again": the same build, whose ratio to the first is the noise
+# the hardening's figures carry), 11 rounds of the malloc kernels, and no gups_malloc
+# or sizes. Each round runs
 # every allocator once, the first one rotating; 7 rounds of 0.5 s runs of the malloc
 # kernels (3 of 0.4 s with --quick: this machine's speed drifts from minute to minute,
 # and many short alternating rounds see less of it than a few long ones), 3 of
@@ -153,11 +155,11 @@ lib_version() {
 MIMALLOC=$(find_lib libmimalloc.so.2)
 JEMALLOC=$(find_lib libjemalloc.so.2)
 ALLOCS=(glibc superpage unhardened mimalloc jemalloc)
-[ -n "$HARDENING_ONLY" ] && ALLOCS=(superpage unhardened)
+[ -n "$HARDENING_ONLY" ] && ALLOCS=(superpage unhardened again)
 HAVE_UNHARDENED=""
 [ -x "$UNHARDENED" ] && [ -f "$B/unhardened/libsuperpage-run.so" ] && HAVE_UNHARDENED=1
 declare -A HAVE=([glibc]=1 [superpage]=1 [unhardened]=$HAVE_UNHARDENED [mimalloc]=${MIMALLOC:+1}
-	[jemalloc]=${JEMALLOC:+1})
+	[jemalloc]=${JEMALLOC:+1} [again]=1)
 
 # Runs "$@" under allocator $1, stdout to $TMP/out, stderr to $TMP/err; returns its
 # status. (The redirections are on the command alone, so a trap that runs meanwhile
@@ -166,7 +168,7 @@ run_with() {
 	local alloc=$1
 	shift
 	case $alloc in
-	superpage) set -- "$SP" run -- "$@" ;;
+	superpage | again) set -- "$SP" run -- "$@" ;;
 	unhardened) set -- "$UNHARDENED" run -- "$@" ;;
 	mimalloc) set -- env LD_PRELOAD="$MIMALLOC" MIMALLOC_ALLOW_LARGE_OS_PAGES=1 \
 		MIMALLOC_LARGE_OS_PAGES=1 "$@" ;;
@@ -372,6 +374,8 @@ line=$(round_ratios superpage mimalloc)
 [ -z "$line" ] || echo "superpage / mimalloc, median of the rounds' ratios:$line"
 line=$(round_ratios superpage unhardened cost)
 [ -z "$line" ] || echo "hardening: superpage / unhardened, median of the rounds' ratios (time it adds):$line"
+line=$(round_ratios superpage again cost)
+[ -z "$line" ] || echo "noise:     superpage / superpage again (the same build), likewise:$line"
 if [ -n "$HARDENING_ONLY" ]; then
 	[ ${#failures[@]} -eq 0 ] && exit 0
 	for f in "${failures[@]}"; do
