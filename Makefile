@@ -64,7 +64,8 @@ RT_SRC := $(wildcard src/runtime/*.c)
 HTLB_SRC := $(wildcard src/htlb/*.c)
 # What the command and libhugetlbfs.so.0 share: LD_PRELOAD with the runtime in front.
 COMMON_SRC := $(wildcard src/common/*.c)
-RT_CORE_SRC := $(filter-out src/runtime/interpose.c src/runtime/mmap.c src/runtime/mremap.c,$(RT_SRC))
+RT_CORE_SRC := $(filter-out src/runtime/interpose.c src/runtime/mmap.c src/runtime/mremap.c \
+	src/runtime/syscall.c,$(RT_SRC))
 RTEST_SRC := $(wildcard tests/runtime/*/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_HELP := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))

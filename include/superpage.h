@@ -262,8 +262,10 @@ void sp_refresh(void);
 
 enum sp_region {
 	SP_REGION_HEAP = 0,   /* [heap] */
-	SP_REGION_ANON,       /* private anonymous memory (not executable), hugetlb included */
-	SP_REGION_TEXT,       /* executable mappings: of files, and anonymous (moved text, JITs) */
+	SP_REGION_ANON,       /* private anonymous memory (writable and executable too: a
+	                         Lisp's heap, a JIT's code cache), hugetlb included */
+	SP_REGION_TEXT,       /* executable mappings: of files, and anonymous ones that are
+	                         not writable (moved text, code a JIT sealed) */
 	SP_REGION_DATA,       /* other file mappings (data, bss, rodata, files) */
 	SP_REGION_STACK,      /* [stack] */
 	SP_REGION_SHM,        /* shared mappings: SysV, memfd, /dev/zero, hugetlbfs, MAP_SHARED files */

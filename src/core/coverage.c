@@ -17,11 +17,13 @@ enum sp_region sp_region_classify(const char *perms, const char *path)
 		return SP_REGION_STACK;
 	if (strlen(perms) >= 4 && perms[3] == 's')
 		return SP_REGION_SHM;
-	/* Executable anonymous memory is text: what superpage run --text moved there
-	 * (and code a JIT wrote). */
+	/* Executable anonymous memory that cannot be written is text: what superpage run
+	 * --text moved there, code a JIT wrote and sealed. Writable and executable, it is
+	 * a heap like the others (a Lisp's image, a JIT's code cache). */
 	if (!*path || strncmp(path, "[anon:", 6) == 0 || strncmp(path, "/anon_hugepage", 14) == 0 ||
 	    strncmp(path, "/dev/zero", 9) == 0)
-		return strlen(perms) >= 3 && perms[2] == 'x' ? SP_REGION_TEXT : SP_REGION_ANON;
+		return strlen(perms) >= 3 && perms[2] == 'x' && perms[1] != 'w' ? SP_REGION_TEXT
+									  : SP_REGION_ANON;
 	if (path[0] == '[')
 		return SP_REGION_OTHER;
 	if (strlen(perms) >= 3 && perms[2] == 'x')

@@ -37,6 +37,16 @@
 #define PR_GET_THP_DISABLE 42
 #endif
 
+/* The kernel's system calls, as libc's syscall() makes them (-1 and errno), but never
+ * through the symbol syscall, which the runtime interposes (syscall.c). */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define SP_HAVE_RAW_SYSCALL 1
+#endif
+long sp_syscall(long n, ...);
+/* The same, returning -errno; errno untouched. */
+long sp_syscall_raw(long n, long a, long b, long c, long d, long e, long f);
+#define syscall sp_syscall
+
 
 /* PAGEMAP_SCAN (Linux 6.7) for machine.c and promote_scan.c, defined here: Debian 12's
  * headers are older. */

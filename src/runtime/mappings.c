@@ -7,14 +7,39 @@
  * mremap and madvise are answered by the range's code. Its units hold nothing of the
  * heap's: the kernel cannot re-protect or map over part of a hugetlb page, so a unit
  * the program changes is first copied to THP memory in place (demote_units), and no
- * malloc'd object may lie in memory being copied. */
+ * malloc'd object may lie in memory being copied. And the counts of mmap.c's other
+ * mappings for the account: executable heaps, hints placed. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "bits.h"
 #include "internal.h"
+#include "mmap.h"
 #include "units.h"
+
+/* What mmap.c did with the program's mappings beyond the heap's counts. */
+static struct {
+	_Atomic uint64_t exec_maps, exec_bytes, hints_moved;
+} mst;
+
+void map_note_exec(size_t len)
+{
+	atomic_fetch_add_explicit(&mst.exec_maps, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&mst.exec_bytes, len, memory_order_relaxed);
+}
+
+void map_note_hint_moved(void)
+{
+	atomic_fetch_add_explicit(&mst.hints_moved, 1, memory_order_relaxed);
+}
+
+void rt_map_stats_get(struct rt_map_stats *out)
+{
+	out->exec_maps = atomic_load_explicit(&mst.exec_maps, memory_order_relaxed);
+	out->exec_bytes = atomic_load_explicit(&mst.exec_bytes, memory_order_relaxed);
+	out->hints_moved = atomic_load_explicit(&mst.hints_moved, memory_order_relaxed);
+}
 
 /* The SPAN_MMAP span on page p, if any. Under the lock. */
 struct span *mmap_span_at(size_t p)

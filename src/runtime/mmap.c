@@ -214,6 +214,17 @@ static void managed_advise(void *addr, size_t len)
 	errno = e;
 }
 
+/* A managed mapping of the program's at p, placed: advised (and remembered, a
+ * reservation), outside the heap's and the break's ranges. */
+static void managed_placed(void *p, size_t len, int prot)
+{
+	if (managed_place(p, len)) {
+		managed_advise(p, len);
+		if (prot == PROT_NONE)
+			reserved_add((uintptr_t)p, len);
+	}
+}
+
 /* A managed mapping not at a fixed place (MAP_FIXED is mmap's own): a reservation the
  * runtime places is 2 MiB-aligned, so that its interior's units are whole; one at the
  * program's hint stays where the kernel puts it. */
@@ -226,15 +237,90 @@ static void *managed_map(void *addr, size_t len, int prot, int flags, int fd, of
 	if (addr || prot != PROT_NONE || len > SIZE_MAX - 2 * UNIT_SIZE ||
 	    sp_map_aligned(page_up(len), UNIT_SIZE, prot, flags, &p) < 0)
 		p = real_mmap(addr, len, prot, flags, fd, off);
-	if (p != MAP_FAILED && managed_place(p, len)) {
-		managed_advise(p, len);
-		if (prot == PROT_NONE)
-			reserved_add((uintptr_t)p, len);
-	}
+	if (p != MAP_FAILED)
+		managed_placed(p, len, prot);
 	return p;
 }
 
 static void *pack_on_thp(void *p);
+
+/* ---------- executable heaps ---------- */
+
+#define PROT_RWX (PROT_READ | PROT_WRITE | PROT_EXEC)
+
+/* Private anonymous memory that is writable and executable: a Lisp's or a Smalltalk's
+ * image heap (SBCL's dynamic space), a JIT's code cache. Flags as managed()'s. */
+static bool exec_heap(int prot, int flags)
+{
+	const int plain = MAP_PRIVATE | MAP_ANONYMOUS;
+	const int allowed = plain | MAP_NORESERVE | MAP_POPULATE | MAP_FIXED | MAP_FIXED_NOREPLACE;
+	return prot == PROT_RWX && (flags & ~allowed) == 0 && (flags & plain) == plain;
+}
+
+/* An executable heap of the program's at p, where it was placed (by the runtime, at
+ * its hint or at its fixed address): THP for all of it, with its protection as asked.
+ * Never on hugetlb units: a JIT flips pieces of such memory between read-write and
+ * read-execute at 4 KiB (W^X), which a hugetlb page cannot follow, and the heap's
+ * units are read-write memory the heap reuses. Under 2m and 1g: a counted fall
+ * (program_managed_pages), as for other memory the program manages itself. */
+static void exec_advise(void *p, size_t len)
+{
+	managed_advise(p, len);
+	map_note_exec(page_up(len));
+}
+
+/* An executable heap the runtime places (no hint, or one the kernel would not
+ * honour): from SUPERPAGE_MIN up, 2 MiB-aligned so that its units are whole, and
+ * advised; smaller ones, and all under 4k, as the kernel places them. */
+static void *exec_map(size_t len, int prot, int flags)
+{
+	void *p;
+	if (!managed_wanted(len, false) || len > SIZE_MAX - 2 * UNIT_SIZE ||
+	    sp_map_aligned(page_up(len), UNIT_SIZE, prot, flags & ~MAP_POPULATE, &p) < 0)
+		return real_mmap(NULL, len, prot, flags, -1, 0);
+	exec_advise(p, len);
+	if (flags & MAP_POPULATE)
+		sp_os->madvise(p, page_up(len), MADV_POPULATE_WRITE);
+	return p;
+}
+
+/* ---------- hints ---------- */
+
+/* A hint is tried first as the kernel would take it: at the hint if all of
+ * [addr, addr+len) is free there (MAP_FIXED_NOREPLACE makes exactly that test), else
+ * the kernel would put the mapping where it likes, which is where the runtime puts it
+ * too: on a 2 MiB boundary, or packed (libgc asks for each heap chunk at the end of
+ * the last one, always taken, and its chunks landed off 2 MiB boundaries). 1: mapped
+ * at the hint (*p); 0: the hint cannot be had; -1: the kernel is to decide (an
+ * unaligned hint, another refusal). */
+static int hint_try(void *addr, size_t len, int prot, int flags, void **p)
+{
+	if ((uintptr_t)addr & (PAGE_SIZE - 1))
+		return -1;
+	int r = sp_os->mmap(addr, len, prot, flags | MAP_FIXED_NOREPLACE, -1, 0, p);
+	if (r == -EEXIST)
+		return 0;
+	if (r < 0)
+		return -1;
+	if (*p != addr) {
+		/* (A kernel that takes the flag for a hint put it elsewhere: not had.) */
+		sp_os->munmap(*p, len);
+		return 0;
+	}
+	return 1;
+}
+
+/* Whether a hinted mapping is one the runtime would place otherwise than the kernel:
+ * read-write or an executable heap from the smallest size packed up, a reservation
+ * from SUPERPAGE_MIN up (smaller ones are packed, hint or not), unless THP is off for
+ * the program (4k). */
+static bool hint_matters(size_t len, int prot, int flags)
+{
+	const struct sp_options *o = rt_options();
+	return (managed(prot, flags) || exec_heap(prot, flags)) && len >= PACK_MIN &&
+	       o->backing != SP_BACKING_4K && !(flags & MAP_FIXED_NOREPLACE) &&
+	       (prot != PROT_NONE || len >= o->min);
+}
 
 /* A small reservation of the program's (pack.c): packed into the runtime's chunks,
  * from SUPERPAGE_ARENA_MIN up to SUPERPAGE_MIN (and below 2 MiB), unless THP is off
@@ -296,6 +382,9 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 			 managed_wanted(len, reserved_holds((uintptr_t)r, len)) &&
 			 managed_place(r, len))
 			managed_advise(r, len);
+		else if (r != MAP_FAILED && exec_heap(prot, flags) && rt_init() &&
+			 managed_wanted(len, false) && managed_place(r, len))
+			exec_advise(r, len);
 		return r;
 	}
 	if (!addr && (flags & (MAP_TYPE | MAP_ANONYMOUS)) == (MAP_SHARED | MAP_ANONYMOUS)) {
@@ -303,6 +392,24 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		if (shared)
 			return shared;
 	}
+	if (addr && len && rt_init() && hint_matters(len, prot, flags)) {
+		void *p;
+		int h = hint_try(addr, len, prot, flags, &p);
+		if (h > 0) {
+			/* (Where the kernel would have put it: advised, as placed ones are.) */
+			if (exec_heap(prot, flags) && managed_wanted(len, false) && managed_place(p, len))
+				exec_advise(p, len);
+			else if (managed(prot, flags) && managed_wanted(len, false))
+				managed_placed(p, len, prot);
+			return p;
+		}
+		if (h == 0) {
+			map_note_hint_moved();
+			addr = NULL;
+		}
+	}
+	if (!addr && len && exec_heap(prot, flags) && rt_init())
+		return exec_map(len, prot, flags);
 	if (len && managed(prot, flags) && (addr || !ours(prot, flags)) && rt_init()) {
 		void *p = packed(addr, len, prot, flags);
 		return p ? p : managed_map(addr, len, prot, flags, fd, off);

@@ -56,6 +56,7 @@ static void account_read(struct account *a)
 	rt_shm_stats_get(&a->shm);
 	rt_text_stats_get(&a->text);
 	rt_stack_stats_get(&a->stacks);
+	rt_map_stats_get(&a->maps);
 	rt_brk_stats(&a->st);
 	a->cov_err = sp_coverage(0, &a->cov);
 	if (a->cov_err < 0)

@@ -3,6 +3,7 @@
 #ifndef SP_REPORT_H
 #define SP_REPORT_H
 
+#include "mmap.h"
 #include "out.h"
 #include "runtime.h"
 #include "shm.h"
@@ -18,6 +19,7 @@ struct account {
 	struct rt_shm_stats shm;  /* --shm: shared memory on hugetlb, and its falls */
 	struct rt_text_stats text; /* --text: text and data moved to huge pages */
 	struct rt_stack_stats stacks; /* --stacks: thread stacks on THP, and their falls */
+	struct rt_map_stats maps; /* executable heaps, hints placed */
 	struct sp_coverage cov;
 	int cov_err;         /* sp_coverage's error, 0 if the coverage was read */
 	uint64_t hwm;        /* peak resident set (VmHWM; hugetlb is not in it), 0 if unknown */

@@ -32,8 +32,9 @@ static void json_coverage(struct out *o, const struct account *a)
 }
 
 /* "heap": the malloc counts and the units; "mmaps"; "brk". */
-static void json_heap(struct out *o, const struct rt_stats *st)
+static void json_heap(struct out *o, const struct account *a)
 {
+	const struct rt_stats *st = &a->st;
 	put_fmt(o, ",\"heap\":{\"in_use\":%llu,\"peak\":%llu,\"mallocs\":%llu,\"frees\":%llu,\"units\":{",
 		(unsigned long long)st->in_use, (unsigned long long)st->peak_in_use,
 		(unsigned long long)st->mallocs, (unsigned long long)st->frees);
@@ -50,10 +51,13 @@ static void json_heap(struct out *o, const struct rt_stats *st)
 		(unsigned long long)st->unit_used_bytes, (unsigned long long)st->unit_free_bytes,
 		(unsigned long long)st->full_unit_bytes, (unsigned long long)st->kept_units);
 	put_fmt(o, "},\"mmaps\":{\"small\":%llu,\"small_bytes\":%llu,\"large\":%llu,"
-		"\"packed\":%llu,\"packed_collapsed\":%llu,\"packed_refused\":%llu}",
+		"\"packed\":%llu,\"packed_collapsed\":%llu,\"packed_refused\":%llu,"
+		"\"exec\":%llu,\"exec_bytes\":%llu,\"hints_moved\":%llu}",
 		(unsigned long long)st->small_mmaps, (unsigned long long)st->small_mmap_bytes,
 		(unsigned long long)st->large_mmaps, (unsigned long long)st->packed,
-		(unsigned long long)st->packed_collapsed, (unsigned long long)st->packed_refused);
+		(unsigned long long)st->packed_collapsed, (unsigned long long)st->packed_refused,
+		(unsigned long long)a->maps.exec_maps, (unsigned long long)a->maps.exec_bytes,
+		(unsigned long long)a->maps.hints_moved);
 	put_fmt(o, ",\"brk\":{\"bytes\":%llu,\"peak\":%llu,\"emulated\":%s}",
 		(unsigned long long)st->brk_bytes, (unsigned long long)st->brk_peak,
 		st->brk_emulated ? "true" : "false");
@@ -137,7 +141,7 @@ static void json_options(struct out *o, const struct account *a)
 void report_json(struct out *o, const struct account *a)
 {
 	json_coverage(o, a);
-	json_heap(o, &a->st);
+	json_heap(o, a);
 	json_limits(o, &a->st);
 	json_falls(o, &a->st);
 	json_options(o, a);

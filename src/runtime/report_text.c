@@ -150,6 +150,14 @@ static void text_units(struct out *o, const struct account *a, bool tlb)
 		put_fmt(o, ", %llu packed (%llu units collapsed, %llu refused)",
 			(unsigned long long)st->packed, (unsigned long long)st->packed_collapsed,
 			(unsigned long long)st->packed_refused);
+	if (a->maps.exec_maps) {
+		put_fmt(o, ", %llu writable and executable (", (unsigned long long)a->maps.exec_maps);
+		put_human(o, a->maps.exec_bytes);
+		put_str(o, ") advised for THP");
+	}
+	if (a->maps.hints_moved)
+		put_fmt(o, ", %llu at hints the kernel would not honour placed on 2 MiB boundaries "
+			"or packed", (unsigned long long)a->maps.hints_moved);
 	put_char(o, '\n');
 
 	line_start(o, a);

@@ -253,6 +253,11 @@ static void test_classify(void)
 	CHECK_EQ(sp_region_classify("rw-s", ""), SP_REGION_SHM);
 	CHECK_EQ(sp_region_classify("r-xp", "/usr/lib/x86_64-linux-gnu/libc.so.6"), SP_REGION_TEXT);
 	CHECK_EQ(sp_region_classify("r-xp", "/tmp/a b (deleted)"), SP_REGION_TEXT);
+	/* moved text and sealed JIT code are text; a writable executable heap is not */
+	CHECK_EQ(sp_region_classify("r-xp", ""), SP_REGION_TEXT);
+	CHECK_EQ(sp_region_classify("rwxp", ""), SP_REGION_ANON);
+	CHECK_EQ(sp_region_classify("rwxp", "[anon:sbcl]"), SP_REGION_ANON);
+	CHECK_EQ(sp_region_classify("rwxp", "/usr/lib/sbcl/sbcl.core"), SP_REGION_TEXT);
 	CHECK_EQ(sp_region_classify("r--p", "/usr/lib/x86_64-linux-gnu/libc.so.6"), SP_REGION_DATA);
 	CHECK_EQ(sp_region_classify("rw-p", "/usr/bin/cat"), SP_REGION_DATA);
 	CHECK_EQ(sp_region_classify("r-xp", "[vdso]"), SP_REGION_OTHER);

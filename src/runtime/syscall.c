@@ -1,0 +1,57 @@
+/* syscall.c - libc's syscall() as the program calls it: the mapping calls it makes
+ * through it (SBCL maps its heap with syscall(SYS_mmap, ...)) go to the runtime's
+ * mmap, munmap, mprotect, madvise and mremap, as if it had called those, so that
+ * memory of the heap's range is never unmapped or changed behind the runtime's back;
+ * every other call goes to the kernel as libc's would. The runtime's own calls never
+ * come here (internal.h names sp_syscall). */
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "internal.h"
+#include "mmap.h"
+
+#ifdef SP_HAVE_RAW_SYSCALL
+#undef syscall
+
+/* -1 and errno for a failed call, as libc's syscall() gives them. */
+static long sys_result(long r)
+{
+	if ((unsigned long)r > -4096ul) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+static long map_result(void *p)
+{
+	return p == MAP_FAILED ? -1 : (long)p;
+}
+
+EXPORT long syscall(long n, ...)
+{
+	va_list ap;
+	long a[6];
+	va_start(ap, n);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	switch (n) {
+	case SYS_mmap:
+		return map_result(mmap((void *)a[0], (size_t)a[1], (int)a[2], (int)a[3], (int)a[4],
+				       (off_t)a[5]));
+	case SYS_munmap:
+		return munmap((void *)a[0], (size_t)a[1]);
+	case SYS_mprotect:
+		return mprotect((void *)a[0], (size_t)a[1], (int)a[2]);
+	case SYS_madvise:
+		return madvise((void *)a[0], (size_t)a[1], (int)a[2]);
+	case SYS_mremap:
+		return map_result(mremap((void *)a[0], (size_t)a[1], (size_t)a[2], (int)a[3],
+					 (void *)a[4]));
+	default:
+		return sys_result(sp_syscall_raw(n, a[0], a[1], a[2], a[3], a[4], a[5]));
+	}
+}
+#endif
