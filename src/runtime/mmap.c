@@ -39,6 +39,29 @@ static bool ours(int prot, int flags)
  * cannot use (Ruby: 1.65x its memory). Smaller ones are left to the kernel. */
 #define PACK_MIN ((size_t)16 << 10)
 
+/* The ends of the last mappings the runtime aligned: above each, the kernel would
+ * have put the next mapping flush against it, where an aligned one leaves up to
+ * 2 MiB free. A hint there is one the kernel would not have honoured: libgc asks
+ * for each 64 KiB piece at the end of the last thing it got, and its pieces ran into
+ * those gaps, a whole unit never filled. Lock-free; the oldest is forgotten. */
+#define N_SLACK 16
+static _Atomic uintptr_t slack_end[N_SLACK];
+static _Atomic unsigned slack_next;
+
+static void slack_note(const void *p, size_t len)
+{
+	unsigned i = atomic_fetch_add_explicit(&slack_next, 1, memory_order_relaxed) % N_SLACK;
+	atomic_store_explicit(&slack_end[i], (uintptr_t)p + page_up(len), memory_order_relaxed);
+}
+
+static bool slack_at(const void *addr)
+{
+	for (int i = 0; i < N_SLACK; i++)
+		if (atomic_load_explicit(&slack_end[i], memory_order_relaxed) == (uintptr_t)addr)
+			return true;
+	return false;
+}
+
 static void *small_map(size_t len)
 {
 	size_t np = (len + PAGE_SIZE - 1) >> PAGE_SHIFT;
@@ -59,6 +82,7 @@ static void *large_map(size_t len, int flags)
 	int r = sp_map_aligned(rounded, UNIT_SIZE, PROT_READ | PROT_WRITE, flags & ~MAP_POPULATE, &m);
 	if (r < 0)
 		return fail(-r);
+	slack_note(m, rounded);
 	uintptr_t a = (uintptr_t)m;
 	/* (Near a memory limit, no THP for it: as the heap's units, pages_near_limit.) */
 	sp_os->madvise((void *)a, rounded, o->backing == SP_BACKING_4K || pages_near_limit()
@@ -237,6 +261,8 @@ static void *managed_map(void *addr, size_t len, int prot, int flags, int fd, of
 	if (addr || prot != PROT_NONE || len > SIZE_MAX - 2 * UNIT_SIZE ||
 	    sp_map_aligned(page_up(len), UNIT_SIZE, prot, flags, &p) < 0)
 		p = real_mmap(addr, len, prot, flags, fd, off);
+	else
+		slack_note(p, len);
 	if (p != MAP_FAILED)
 		managed_placed(p, len, prot);
 	return p;
@@ -278,6 +304,7 @@ static void *exec_map(size_t len, int prot, int flags)
 	if (!managed_wanted(len, false) || len > SIZE_MAX - 2 * UNIT_SIZE ||
 	    sp_map_aligned(page_up(len), UNIT_SIZE, prot, flags & ~MAP_POPULATE, &p) < 0)
 		return real_mmap(NULL, len, prot, flags, -1, 0);
+	slack_note(p, len);
 	exec_advise(p, len);
 	if (flags & MAP_POPULATE)
 		sp_os->madvise(p, page_up(len), MADV_POPULATE_WRITE);
@@ -297,6 +324,8 @@ static int hint_try(void *addr, size_t len, int prot, int flags, void **p)
 {
 	if ((uintptr_t)addr & (PAGE_SIZE - 1))
 		return -1;
+	if (slack_at(addr))
+		return 0;
 	int r = sp_os->mmap(addr, len, prot, flags | MAP_FIXED_NOREPLACE, -1, 0, p);
 	if (r == -EEXIST)
 		return 0;

@@ -4,7 +4,8 @@
  * hint, which must land there; a hint inside a mapping of the program's, which must
  * not harm it; an unaligned hint and a reservation at a taken hint. stdout: what the
  * program saw, the same plain and under superpage run. stderr: "chunks_aligned=A of
- * N" (the 8 MiB chunks that start on a 2 MiB boundary). Status 1 and a FAILED line
+ * N pieces_at_ends=E" (the 8 MiB chunks that start on a 2 MiB boundary; the 64 KiB
+ * pieces asked for at the end of one of the last 8 chunks that landed there). Status 1 and a FAILED line
  * at the first wrong result. */
 #include <errno.h>
 #include <stdbool.h>
@@ -78,6 +79,20 @@ int main(void)
 	for (int i = 0; i < CHUNKS; i++)
 		check(holds(chunk[i], 8 * MB, (unsigned)i), "every chunk keeps its bytes");
 
+	/* A 64 KiB piece at the end of each of the last chunks, as libgc asks for them:
+	 * where the kernel put the chunk, that place is taken (the chunk above); where
+	 * the runtime aligned it, it may be free, and pieces there would fill no unit. */
+	int at_ends = 0;
+	unsigned char *piece[8];
+	for (int i = 0; i < 8; i++) {
+		piece[i] = mmap(chunk[CHUNKS - 8 + i] + 8 * MB, 64 * KB, RW, ANON, -1, 0);
+		check(piece[i] != MAP_FAILED && zero(piece[i], 64 * KB), "a piece at a chunk's end");
+		at_ends += piece[i] == chunk[CHUNKS - 8 + i] + 8 * MB;
+		fill(piece[i], 64 * KB, 300u + (unsigned)i);
+	}
+	for (int i = 0; i < 8; i++)
+		check(holds(piece[i], 64 * KB, 300u + (unsigned)i), "every piece keeps its bytes");
+
 	/* Small ones, each at the end of the last; every other one unmapped, the rest
 	 * keep their bytes. */
 	want = chunk[0];
@@ -140,7 +155,7 @@ int main(void)
 	      "the rest keep theirs");
 	for (int i = 0; i < CHUNKS; i += 3)
 		check(munmap(chunk[i], 8 * MB) == 0, "munmap of a chunk");
-	fprintf(stderr, "chunks_aligned=%d of %d\n", aligned, CHUNKS);
+	fprintf(stderr, "chunks_aligned=%d of %d pieces_at_ends=%d\n", aligned, CHUNKS, at_ends);
 	printf("hints: %u checks passed\n", checks);
 	return 0;
 }

@@ -4,7 +4,8 @@
 # program sees what it sees plain under every backing; a free hint is honoured; a
 # hint the kernel would not honour is placed as an unhinted mapping is, so every
 # 8 MiB chunk starts on a 2 MiB boundary (plain, the kernel does not align a hinted
-# mapping), and --stats counts them.
+# mapping), a piece asked for at a chunk's end is not put in the gap the alignment
+# left (the kernel would have had it taken), and --stats counts them.
 # Usage: tests/runtime/hints/test_hints.sh BUILD_DIR [TEST[:ARG]...]. Prints "PASS name",
 # "FAIL name: why" or "SKIP name: why" per test. The 2M pool it sets is put back.
 set -u
@@ -14,10 +15,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 both_start hints hints/hints
 
-# Reads "chunks_aligned=A of N" from stderr (plain's or superpage's): sets al n.
+# Reads "chunks_aligned=A of N pieces_at_ends=E" from stderr (plain's or
+# superpage's): sets al n ends.
 hint_figures() { # file
-	read -r al n <<<"$(sed -n 's/^chunks_aligned=\([0-9]*\) of \([0-9]*\)$/\1 \2/p' "$1")"
-	[[ "$al" =~ ^[0-9]+$ && "$n" =~ ^[0-9]+$ ]] && [ "$n" != 0 ]
+	read -r al n ends <<<"$(sed -n 's/^chunks_aligned=\([0-9]*\) of \([0-9]*\) pieces_at_ends=\([0-9]*\)$/\1 \2 \3/p' "$1")"
+	[[ "$al" =~ ^[0-9]+$ && "$n" =~ ^[0-9]+$ && "$ends" =~ ^[0-9]+$ ]] && [ "$n" != 0 ]
 }
 
 # The hints_moved count of the --stats file, or "none".
@@ -52,6 +54,8 @@ test_hints() { # backing
 		fail "$name" "hints said no figure: $(oneline "$tmp/sp.err")"
 	elif [ "$backing" != 4k ] && [ "$al" != "$n" ]; then
 		fail "$name" "$al of $n chunks at taken hints on 2 MiB boundaries (plain: $pal)"
+	elif [ "$backing" != 4k ] && [ "$ends" != 0 ]; then
+		fail "$name" "$ends of 8 pieces at the ends of aligned chunks landed in the gap above them"
 	elif [ "$backing" != 4k ] && { [ "$moved" = none ] || [ "$moved" -lt "$n" ]; }; then
 		fail "$name" "--stats counts $moved hints placed, want at least $n"
 	else
