@@ -1,5 +1,6 @@
 /* run.c - superpage run: starts a program with the superpage runtime preloaded and the
  * SUPERPAGE_* environment set from the options, waits for it and exits with its status. */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -8,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "json.h"
 #include "preload.h"
 
 #define THP_DIR "/sys/kernel/mm/transparent_hugepage"
@@ -50,6 +54,9 @@ void usage_run(void)
 	      "  --shrink           memory the heap frees goes back to the kernel at once, in\n"
 	      "                     whole 2 MiB units (by default some empty units are kept\n"
 	      "                     for the next mallocs)\n"
+	      "  --keep-malloc      a malloc named in LD_PRELOAD (jemalloc, tcmalloc...) keeps\n"
+	      "                     serving the program; superpage only advises its large\n"
+	      "                     mappings for THP (no superpage malloc)\n"
 	      "  --check            the checking mode: canaries past blocks, freed blocks\n"
 	      "                     filled and held back; a write past a block's end or after\n"
 	      "                     its free ends the program with one line (slower)\n"
@@ -71,6 +78,7 @@ struct run_options {
 	const char *backing;     /* canonical name, or NULL: not given */
 	const char *min;         /* as given, checked */
 	bool no_heap, stacks, shm, stats, perf_map, honour_thp_disable, shrink, check, dry_run;
+	bool keep_malloc;        /* a malloc named in LD_PRELOAD serves the program */
 	const char *text;        /* "main" or "all", or NULL */
 	const char *stats_file;  /* as given, or NULL for stderr */
 	int verbose;             /* -1: not given */
@@ -109,6 +117,8 @@ static int flag_option(const char *a, struct run_options *o)
 		o->shrink = true;
 	} else if (!strcmp(a, "--check")) {
 		o->check = true;
+	} else if (!strcmp(a, "--keep-malloc")) {
+		o->keep_malloc = true;
 	} else if (!strcmp(a, "--stats")) {
 		o->stats = true;
 		o->stats_file = NULL;
@@ -223,7 +233,18 @@ static int stats_path(const char *file, char *out, size_t len)
 	fd = open(out, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return cli_error(EXIT_USAGE, "run: cannot write %s: %s", out, strerror(errno));
+	/* A file of the kernel's opens for writing (as root) and takes no account: each
+	 * write would fail at exit, unseen. */
+	struct statfs fs;
+	bool kernel = fstatfs(fd, &fs) == 0 && (fs.f_type == 0x9fa0 /* proc */ ||
+						 fs.f_type == 0x62656572 /* sysfs */ ||
+						 fs.f_type == 0x64626720 /* debugfs */ ||
+						 fs.f_type == 0x63677270 /* cgroup2 */ ||
+						 fs.f_type == 0x27e0eb /* cgroup */);
 	close(fd);
+	if (kernel)
+		return cli_error(EXIT_USAGE, "run: cannot write the account to %s: a file of the "
+				 "kernel's, which takes no lines appended", out);
 	return 0;
 }
 
@@ -263,9 +284,115 @@ int cli_find_runtime(const char *cmd, char *out, size_t len)
 			 dir, SP_RUNTIME_NAME);
 }
 
+/* ---------- a malloc of the program's own in LD_PRELOAD ---------- */
+
+/* Whether the ELF object at path defines malloc (a malloc library: jemalloc,
+ * tcmalloc, mimalloc, a sanitizer's runtime): its dynamic symbols, read from the
+ * section headers. 64-bit objects only. */
+static bool defines_malloc(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh, str;
+	bool found = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof sh || eh.e_shnum > 4096)
+		goto out;
+	for (unsigned i = 0; i < eh.e_shnum && !found; i++) {
+		off_t at = (off_t)(eh.e_shoff + (uint64_t)i * sizeof sh);
+		if (pread(fd, &sh, sizeof sh, at) != (ssize_t)sizeof sh || sh.sh_type != SHT_DYNSYM ||
+		    sh.sh_entsize != sizeof(Elf64_Sym) || sh.sh_link >= eh.e_shnum ||
+		    pread(fd, &str, sizeof str, (off_t)(eh.e_shoff + (uint64_t)sh.sh_link * sizeof str)) !=
+			    (ssize_t)sizeof str)
+			continue;
+		for (uint64_t k = 1; k < sh.sh_size / sizeof(Elf64_Sym) && k < 1 << 20 && !found; k++) {
+			Elf64_Sym sym;
+			char name[8];
+			if (pread(fd, &sym, sizeof sym, (off_t)(sh.sh_offset + k * sizeof sym)) !=
+			    (ssize_t)sizeof sym)
+				break;
+			if (sym.st_shndx == SHN_UNDEF || sym.st_name >= str.sh_size ||
+			    (ELF64_ST_TYPE(sym.st_info) != STT_FUNC &&
+			     ELF64_ST_TYPE(sym.st_info) != STT_GNU_IFUNC))
+				continue;
+			if (pread(fd, name, sizeof name, (off_t)(str.sh_offset + sym.st_name)) > 6 &&
+			    !memcmp(name, "malloc", 7))
+				found = true;
+		}
+	}
+out:
+	close(fd);
+	return found;
+}
+
+#if defined(__x86_64__)
+#define MULTIARCH "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define MULTIARCH "aarch64-linux-gnu"
+#else
+#define MULTIARCH "."
+#endif
+
+/* The file the dynamic linker would load for an LD_PRELOAD entry of n bytes: itself
+ * if it has a '/', else found in LD_LIBRARY_PATH's and the usual directories (ld.so's
+ * cache aside). False if none is found. */
+static bool preload_file(const char *entry, size_t n, char *out, size_t len)
+{
+	static const char *const dirs[] = { "/lib/" MULTIARCH, "/usr/lib/" MULTIARCH, "/lib64",
+					    "/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib" };
+	const char *llp = getenv("LD_LIBRARY_PATH");
+
+	if (memchr(entry, '/', n))
+		return (size_t)snprintf(out, len, "%.*s", (int)n, entry) < len && is_readable_file(out);
+	for (const char *p = llp ? llp : ""; *p;) {
+		size_t d = strcspn(p, ":;");
+		if (d && (size_t)snprintf(out, len, "%.*s/%.*s", (int)d, p, (int)n, entry) < len &&
+		    is_readable_file(out))
+			return true;
+		p += d;
+		if (*p)
+			p++;
+	}
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+		if ((size_t)snprintf(out, len, "%s/%.*s", dirs[i], (int)n, entry) < len &&
+		    is_readable_file(out))
+			return true;
+	return false;
+}
+
+/* The first LD_PRELOAD entry (not superpage's runtime, not libc) that defines malloc,
+ * into name; false if there is none. */
+static bool preloaded_malloc(const char *rt, char *name, size_t len)
+{
+	const char *v = getenv("LD_PRELOAD");
+	char path[PATH_MAX];
+
+	for (const char *p = v ? v : ""; *p;) {
+		size_t n = strcspn(p, ": ");
+		const char *base = p;
+		for (size_t k = 0; k < n; k++)
+			if (p[k] == '/')
+				base = p + k + 1;
+		if (n && !sp_preload_is_runtime(p, n, rt) && strncmp(base, "libc.so", 7) &&
+		    preload_file(p, n, path, sizeof path) && defines_malloc(path)) {
+			snprintf(name, len, "%.*s", (int)n, p);
+			return true;
+		}
+		p += n;
+		if (*p)
+			p++;
+	}
+	return false;
+}
+
 /* LD_PRELOAD with the runtime in front; a runtime already in the list (this one, or
- * another copy, as under a nested superpage run) is dropped (src/common/preload.c). */
-static int set_preload(const char *rt)
+ * another copy, as under a nested superpage run) is dropped (src/common/preload.c).
+ * With keep (--keep-malloc, and a malloc in the list), the runtime goes last: the
+ * program's malloc is the one it named, and its mappings are still the runtime's. */
+static int set_preload(const char *rt, bool keep)
 {
 	char *val;
 	int rc;
@@ -276,6 +403,13 @@ static int set_preload(const char *rt)
 	val = sp_preload_with_runtime(rt, getenv("LD_PRELOAD"));
 	if (!val)
 		return cli_error(EXIT_USAGE, "run: out of memory");
+	size_t n = strlen(rt);
+	if (keep && val[n] == ':') {
+		/* "rt:a:b" -> "a:b:rt" */
+		memmove(val, val + n + 1, strlen(val + n + 1) + 1);
+		strcat(val, ":");
+		strcat(val, rt);
+	}
 	rc = put_env("LD_PRELOAD", val);
 	free(val);
 	return rc;
@@ -283,8 +417,23 @@ static int set_preload(const char *rt)
 
 static int set_environment(const struct run_options *o, const char *rt)
 {
-	char path[SP_PATH_LEN], level[2];
+	char path[SP_PATH_LEN], level[2], other[256];
 	int rc;
+	bool keep = false;
+
+	/* A malloc the user preloaded is one superpage's would silently displace. */
+	if (preloaded_malloc(rt, other, sizeof other)) {
+		keep = o->keep_malloc;
+		if (!keep)
+			cli_warn("LD_PRELOAD names %s, a malloc: superpage's malloc replaces it (to keep "
+				 "it, with THP advice for its large mappings only: superpage run "
+				 "--keep-malloc)", other);
+		else if ((rc = put_env("SUPERPAGE_HEAP", "no")))
+			return rc;
+	} else if (o->keep_malloc) {
+		cli_warn("--keep-malloc: LD_PRELOAD names no malloc to keep: superpage's malloc "
+			 "serves the program");
+	}
 
 	if (o->backing && (rc = put_env("SUPERPAGE_BACKING", o->backing)))
 		return rc;
@@ -318,7 +467,7 @@ static int set_environment(const struct run_options *o, const char *rt)
 		if ((rc = put_env("SUPERPAGE_VERBOSE", level)))
 			return rc;
 	}
-	return set_preload(rt);
+	return set_preload(rt, keep);
 }
 
 /* ---------- what the machine can give ---------- */
@@ -480,6 +629,190 @@ static int start(char **cmd, const char *hint)
 			 hint);
 }
 
+/* ---------- watching it: --stats and --text ---------- */
+
+static volatile sig_atomic_t watched_pid;
+
+/* A signal a process sent to superpage is the program's: passed on. One the kernel
+ * sent (the terminal's Ctrl-C, a hangup) went to the program's process group too. */
+static void pass_on(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	if (si->si_code != SI_KERNEL && watched_pid > 0)
+		kill(watched_pid, sig);
+}
+
+static const int passed_on[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+				 SIGALRM, SIGWINCH, SIGCONT };
+
+/* The account a program that left without writing one (exit_group, _exit, a signal)
+ * had published last: one JSON line appended to file, or a text line on stderr. */
+static void write_left_account(const struct sp_run_report *r, const char *file, int status)
+{
+	const struct sp_account *a = &r->account;
+	char *buf = NULL, h1[32], h2[32];
+	size_t len = 0;
+	FILE *f = file ? open_memstream(&buf, &len) : stderr;
+	if (!f)
+		return;
+	if (file) {
+		struct json j;
+		json_init(&j, f);
+		json_object_begin(&j);
+		json_key(&j, "pid");
+		json_int(&j, r->pid);
+		json_key(&j, "comm");
+		json_string(&j, r->comm);
+		json_key(&j, "left");
+		json_string(&j, WIFSIGNALED(status) ? "signal" : "exit_group");
+		json_key(&j, WIFSIGNALED(status) ? "signal" : "status");
+		json_int(&j, WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+		json_key(&j, "heap");
+		json_object_begin(&j);
+		json_key(&j, "in_use");
+		json_uint(&j, a->in_use);
+		json_key(&j, "peak");
+		json_uint(&j, a->peak_in_use);
+		json_key(&j, "mallocs");
+		json_uint(&j, a->mallocs);
+		json_key(&j, "frees");
+		json_uint(&j, a->frees);
+		json_key(&j, "units");
+		json_object_begin(&j);
+		for (int b = 0; b < SP_BACKING_COUNT; b++)
+			if (b != SP_BACKING_AUTO) {
+				json_key(&j, sp_backing_name((enum sp_backing)b));
+				json_uint(&j, a->units[b]);
+			}
+		json_object_end(&j);
+		json_key(&j, "units_peak");
+		json_uint(&j, a->units_peak);
+		json_key(&j, "large_blocks");
+		json_uint(&j, a->large_blocks);
+		json_key(&j, "large_bytes");
+		json_uint(&j, a->large_bytes);
+		json_object_end(&j);
+		json_key(&j, "falls_by");
+		json_object_begin(&j);
+		for (int k = 0; k < SP_FALL_COUNT; k++)
+			if (a->falls_by[k]) {
+				json_key(&j, sp_fall_name((enum sp_fall)k));
+				json_uint(&j, a->falls_by[k]);
+			}
+		json_object_end(&j);
+		json_object_end(&j);
+		json_end(&j);
+		fclose(f);
+		int fd = open(file, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (fd < 0 || write(fd, buf, len) != (ssize_t)len)
+			cli_warn("cannot write the account of pid %d (%s) to %s: %s", (int)r->pid, r->comm,
+				 file, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		return;
+	}
+	char how[48];
+	if (WIFSIGNALED(status))
+		snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(how, sizeof how, "left by exit_group (status %d)", WEXITSTATUS(status));
+	fprintf(stderr, "superpage: pid %d (%s): %s without writing its account; its heap as last "
+		"published: malloc %s in use, peak %s; %llu mallocs, %llu frees; %llu units "
+		"(peak %llu), %llu large blocks; %llu fallbacks\n", (int)r->pid, r->comm, how,
+		cli_human(a->in_use, h1, sizeof h1), cli_human(a->peak_in_use, h2, sizeof h2),
+		(unsigned long long)a->mallocs, (unsigned long long)a->frees,
+		(unsigned long long)(a->units[SP_BACKING_4K] + a->units[SP_BACKING_THP] +
+				     a->units[SP_BACKING_2M] + a->units[SP_BACKING_1G]),
+		(unsigned long long)a->units_peak, (unsigned long long)a->large_blocks,
+		(unsigned long long)a->falls);
+}
+
+/* What the program left in the page, said once it has ended: an account it could not
+ * write, the one it never wrote, a --text that moved nothing. */
+static void after_end(pid_t pid, const void *page, const struct run_options *o,
+		      const char *stats_file, int status)
+{
+	struct sp_run_report r;
+	char h[32];
+	if (sp_run_page_read(page, pid, &r) < 0)
+		return;
+	if (o->stats && r.stats_errno)
+		cli_warn("cannot write the account of pid %d (%s) to %s: %s", (int)pid, r.comm,
+			 stats_file ? stats_file : "stderr", strerror(r.stats_errno));
+	else if (o->stats && !r.account_written && r.has_account)
+		write_left_account(&r, stats_file, status);
+	if (o->text && r.text_done && !r.text_moved && !r.text_cached && !r.data_moved) {
+		if (r.text_unaligned)
+			cli_warn("--text moved nothing: the text of %s (%s in %llu segment%s) holds no "
+				 "whole 2 MiB-aligned 2 MiB (to have it moved, link with "
+				 "-Wl,-zcommon-page-size=2097152 -Wl,-zmax-page-size=2097152)", r.comm,
+				 cli_human(r.text_bytes, h, sizeof h),
+				 (unsigned long long)r.text_unaligned, r.text_unaligned == 1 ? "" : "s");
+		else
+			cli_warn("--text moved nothing in %s: its moves fell back (-v says why)", r.comm);
+	}
+}
+
+/* Runs CMD in a child and waits for it: what it leaves in the page they share is said
+ * once it has ended (after_end). Signals sent to superpage are passed on; if it is
+ * killed, the child is too (PR_SET_PDEATHSIG). Returns CMD's status, or dies of its
+ * signal. Without a page or a child, CMD is executed as by start. */
+static int run_watched(char **cmd, const char *hint, const struct run_options *o,
+		       const char *stats_file)
+{
+	void *page;
+	int fd = sp_run_page_new(&page), st;
+	pid_t me = getpid(), pid;
+	char val[48];
+
+	if (fd < 0)
+		return start(cmd, hint);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(fd);
+		return start(cmd, hint);
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (getppid() != me)
+			_exit(128 + SIGKILL);
+		snprintf(val, sizeof val, "%d:%d", fd, (int)getpid());
+		if (fcntl(fd, F_SETFD, 0) < 0 || setenv(SP_RUN_PAGE_ENV, val, 1) < 0)
+			unsetenv(SP_RUN_PAGE_ENV);
+		_exit(start(cmd, hint));
+	}
+	close(fd);
+	watched_pid = pid;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = pass_on;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof passed_on / sizeof passed_on[0]; i++)
+		sigaction(passed_on[i], &sa, NULL);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return cli_error(1, "run: lost %s (pid %d): %s", cmd[0], (int)pid, strerror(errno));
+	after_end(pid, page, o, stats_file, st);
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	/* Dead of a signal: so is superpage, as if it had been the program (no core of
+	 * its own). */
+	int sig = WTERMSIG(st);
+	struct rlimit no_core = { 0, 0 };
+	setrlimit(RLIMIT_CORE, &no_core);
+	signal(sig, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	fflush(NULL);
+	kill(getpid(), sig);
+	return 128 + sig;
+}
+
 /* The backing CMD will run with: the option, else a good inherited value, else auto. */
 static enum sp_backing effective_backing(const struct run_options *o)
 {
@@ -516,5 +849,10 @@ int cmd_run(int argc, char **argv)
 	if (!strcmp(argv[cmd - 1], "--stats") || !strcmp(argv[cmd - 1], "--text"))
 		snprintf(hint, sizeof hint, " (to give %s a value, write %s=%s)", argv[cmd - 1],
 			 argv[cmd - 1], argv[cmd]);
+	if (o.text && b == SP_BACKING_4K)
+		cli_warn("--text does nothing under --backing 4k: the text stays on base pages");
+	/* (As the runtime will see it: the environment holds the path made absolute.) */
+	if (o.stats || o.text)
+		return run_watched(argv + cmd, hint, &o, o.stats_file ? getenv("SUPERPAGE_STATS") : NULL);
 	return start(argv + cmd, hint);
 }

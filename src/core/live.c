@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -103,16 +104,13 @@ int sp_live_read(pid_t pid, struct sp_live *out)
 	return r;
 }
 
-int sp_account_read(pid_t pid, struct sp_account *out)
+/* The account in a published page l, published age_ns ago. */
+static void account_from(const struct sp_live *lp, uint64_t age_ns, struct sp_account *out)
 {
-	struct sp_live l;
-	int r = sp_live_read(pid, &l);
+	const struct sp_live l = *lp;
 	memset(out, 0, sizeof *out);
-	if (r < 0)
-		return r;
-	uint64_t now = sp_os->now_ns();
 	out->pid = (pid_t)l.pid;
-	out->age_ns = now > l.at_ns ? now - l.at_ns : 0;
+	out->age_ns = age_ns;
 	out->in_use = l.in_use;
 	out->peak_in_use = l.peak_in_use;
 	out->mallocs = l.mallocs;
@@ -129,7 +127,119 @@ int sp_account_read(pid_t pid, struct sp_account *out)
 	out->kept_units = l.kept_units;
 	out->falls = l.falls;
 	memcpy(out->falls_by, l.falls_by, sizeof out->falls_by);
+}
+
+int sp_account_read(pid_t pid, struct sp_account *out)
+{
+	struct sp_live l;
+	int r = sp_live_read(pid, &l);
+	memset(out, 0, sizeof *out);
+	if (r < 0)
+		return r;
+	uint64_t now = sp_os->now_ns();
+	account_from(&l, now > l.at_ns ? now - l.at_ns : 0, out);
 	return 0;
+}
+
+/* ---------- superpage run's page ---------- */
+
+int sp_run_page_new(void **page)
+{
+	static const char zero[LIVE_PAGE];
+	_Static_assert(sizeof(struct sp_run_page) <= LIVE_PAGE, "the run page is one page");
+	int fd = sp_os->memfd_create(SP_RUN_NAME, MFD_CLOEXEC);
+	if (fd < 0)
+		return fd;
+	int r = sp_os->write(fd, zero, sizeof zero) == (ssize_t)sizeof zero ? 0 : -EIO;
+	if (r == 0)
+		r = sp_os->mmap(NULL, LIVE_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0, page);
+	if (r < 0) {
+		sp_os->close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int sp_run_page_read(const void *page, pid_t pid, struct sp_run_report *out)
+{
+	struct sp_run_page p;
+	memcpy(&p, page, sizeof p);
+	memset(out, 0, sizeof *out);
+	if (p.magic != SP_RUN_MAGIC || p.version != SP_RUN_VERSION || p.pid != (int32_t)pid)
+		return -ENOENT;
+	out->pid = (pid_t)p.pid;
+	memcpy(out->comm, p.comm, sizeof p.comm);
+	out->comm[16] = 0;
+	out->account_written = p.account_written != 0;
+	out->stats_errno = p.stats_errno;
+	out->text_done = p.text_done != 0;
+	out->text_bytes = p.text_bytes;
+	out->text_moved = p.text_moved;
+	out->text_cached = p.text_cached;
+	out->text_hugetlb = p.text_hugetlb;
+	out->data_moved = p.data_moved;
+	out->text_objects = p.text_objects;
+	out->text_unaligned = p.text_unaligned;
+	/* (The writer is gone: no count to wait on; a page it left half written says
+	 * no account.) */
+	out->has_account = p.live.magic == LIVE_MAGIC && p.live.version == SP_LIVE_VERSION &&
+			   (p.live.seq & 1) == 0 && p.live.pid == p.pid;
+	if (out->has_account)
+		account_from(&p.live, 0, &out->account);
+	return 0;
+}
+
+/* "FD:PID" from the environment, or false. */
+static bool run_page_env(int *fd, long *pid)
+{
+	const char *v = getenv(SP_RUN_PAGE_ENV);
+	char *end;
+	if (!v)
+		return false;
+	long f = strtol(v, &end, 10);
+	if (end == v || *end != ':' || f < 0 || f > 1 << 20)
+		return false;
+	const char *q = end + 1;
+	*pid = strtol(q, &end, 10);
+	*fd = (int)f;
+	return end != q && !*end;
+}
+
+/* Whether fd is the run page's memfd (an fd of that number may have been closed and
+ * reused by a process in between). */
+static bool is_run_fd(int fd)
+{
+	char path[64], link[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(path, link, sizeof link - 1);
+	if (n <= 0)
+		return false;
+	link[n] = 0;
+	return !strncmp(link, "/memfd:" SP_RUN_NAME " ", sizeof "/memfd:" SP_RUN_NAME " " - 1);
+}
+
+struct sp_run_page *sp_run_page_attach(void)
+{
+	int fd;
+	long pid;
+	void *p;
+	if (!run_page_env(&fd, &pid) || !is_run_fd(fd))
+		return NULL;
+	if (pid != (long)getpid()) {
+		sp_os->close(fd);
+		return NULL;
+	}
+	/* The fd stays open for this process's next image (a wrapper that execs the
+	 * program); its children close it at their start. */
+	if (sp_os->mmap(NULL, LIVE_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0, &p) < 0)
+		return NULL;
+	struct sp_run_page *page = p;
+	/* (An image before this one, which executed this program, left its own.) */
+	memset(page, 0, sizeof *page);
+	page->pid = (int32_t)pid;
+	page->version = SP_RUN_VERSION;
+	page->magic = SP_RUN_MAGIC;
+	return page;
 }
 
 int sp_comm_read(pid_t pid, char *buf, size_t len)

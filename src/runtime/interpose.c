@@ -158,7 +158,7 @@ EXPORT struct mallinfo mallinfo(void)
 
 EXPORT void malloc_stats(void)
 {
-	rt_report(2, false);
+	rt_report_asked(2);
 }
 
 EXPORT int malloc_info(int options, FILE *f)

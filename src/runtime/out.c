@@ -237,7 +237,7 @@ void one_line(struct out *o, size_t from)
 			o->buf[k] = '?';
 }
 
-void write_all(int fd, const char *buf, size_t len)
+int write_all(int fd, const char *buf, size_t len)
 {
 	while (len) {
 		ssize_t n = write(fd, buf, len);
@@ -245,9 +245,10 @@ void write_all(int fd, const char *buf, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return;
+			return n < 0 ? errno : EIO;
 		buf += n;
 		len -= (size_t)n;
 	}
+	return 0;
 }
 

@@ -33,8 +33,9 @@ void put_json_string(struct out *o, const char *s);
 /* Control characters from o->buf[from] on shown as '?', so that a message stays
  * one line. */
 void one_line(struct out *o, size_t from);
-/* All of buf to fd (retried on EINTR; given up on an error). */
-void write_all(int fd, const char *buf, size_t len);
+/* All of buf to fd (retried on EINTR; given up on an error): 0, or the errno of the
+ * write that failed (EIO for one that wrote nothing). */
+int write_all(int fd, const char *buf, size_t len);
 
 #pragma GCC visibility pop
 

@@ -98,7 +98,8 @@ bool put_shm_falls(struct out *o, const uint64_t *falls, bool json)
 }
 
 
-void rt_report(int fd, bool json)
+/* The account to fd; 0 or the errno of the write that failed. */
+static int report_to(int fd, bool json)
 {
 	int e = errno;
 	struct account a;
@@ -120,7 +121,20 @@ void rt_report(int fd, bool json)
 			put_fmt(&o, "{\"pid\":%d,\"error\":\"report too long\"}\n", a.pid);
 		}
 	}
-	write_all(fd, buf, o.len);
+	int err = write_all(fd, buf, o.len);
 	errno = e;
+	return err;
+}
+
+void rt_report(int fd, bool json)
+{
+	/* (superpage run says, once the program has ended, an account it could not
+	 * write, and writes the one a program that leaves by exit_group never does.) */
+	rt_run_account(report_to(fd, json));
+}
+
+void rt_report_asked(int fd)
+{
+	report_to(fd, false);
 }
 

@@ -1,5 +1,7 @@
 /* report_live.c - the heap's account while the program runs, for superpage stat: a
- * page (the core's sp_live) published when units change and every 0.1 s. */
+ * page (the core's sp_live) published when units change and every 0.1 s; and, in
+ * the program superpage run started with --stats or --text, the same in the page
+ * they share (sp_run_page), with what the command says once the program has ended. */
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -7,11 +9,13 @@
 
 #include "internal.h"
 #include "runtime.h"
+#include "text.h"
 
 #define LIVE_NS 100000000ull /* published every 0.1 s the heap is used, and when its
                                 units change (the account walks nothing: cheap) */
 static struct {
 	struct sp_live *page;
+	struct sp_run_page *run;           /* superpage run's, if this is its program */
 	int32_t pid;
 	_Atomic bool busy;                 /* a thread publishes */
 	_Atomic uint64_t at, events;       /* the last publication */
@@ -26,10 +30,12 @@ void rt_live_init(void)
 		return;
 	live.pid = (int32_t)getpid();
 	live.page = sp_live_map();
+	live.run = sp_run_page_attach();
 }
 
 void rt_live_fork_child(void)
 {
+	live.run = NULL; /* (superpage run's page is its parent's: shared, not copied) */
 	if (live.page) {
 		live.pid = (int32_t)getpid();
 		atomic_store(&live.at, 0);
@@ -38,7 +44,7 @@ void rt_live_fork_child(void)
 
 void rt_live_tick(void)
 {
-	if (!live.page)
+	if (!live.page && !live.run)
 		return;
 	uint64_t now = sp_os->now_ns(), events = pages_unit_events();
 	/* Read first, so that threads share the flag's line only when it is time. */
@@ -73,7 +79,38 @@ void rt_live_tick(void)
 			s.falls += st.falls[b][f];
 			s.falls_by[f] += st.falls[b][f];
 		}
-	sp_live_put(live.page, &s);
+	if (live.page)
+		sp_live_put(live.page, &s);
+	if (live.run) {
+		char comm[17] = "";
+		if (prctl(PR_GET_NAME, (unsigned long)comm, 0, 0, 0) == 0)
+			memcpy(live.run->comm, comm, sizeof live.run->comm);
+		sp_live_put(&live.run->live, &s);
+	}
 	atomic_store_explicit(&live.busy, false, memory_order_release);
+}
+
+void rt_run_account(int err)
+{
+	if (!live.run)
+		return;
+	if (err)
+		live.run->stats_errno = err;
+	else
+		live.run->account_written = 1;
+}
+
+void rt_run_text(const struct rt_text_stats *t)
+{
+	if (!live.run)
+		return;
+	live.run->text_bytes = t->text_bytes;
+	live.run->text_moved = t->text_moved;
+	live.run->text_cached = t->text_cached;
+	live.run->text_hugetlb = t->text_hugetlb;
+	live.run->data_moved = t->data_moved;
+	live.run->text_objects = t->objects;
+	live.run->text_unaligned = t->unaligned;
+	live.run->text_done = 1;
 }
 

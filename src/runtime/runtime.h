@@ -69,6 +69,8 @@ void rt_brk_stats(struct rt_stats *st);
 /* Writes the account of this process (stats + smaps coverage) to fd: a short text
  * report, or JSON when json is true. Called at exit when SUPERPAGE_STATS is set. */
 void rt_report(int fd, bool json);
+/* The same when the program asks for it (malloc_stats): not the account at exit. */
+void rt_report_asked(int fd);
 /* The heap's account for superpage stat (core's sp_live): its page had at start
  * (rt_live_init), published when units change and every 0.1 s (rt_live_tick: after
  * the page heap's allocations and frees, without its lock), a forked child's own
@@ -76,6 +78,9 @@ void rt_report(int fd, bool json);
 void rt_live_init(void);
 void rt_live_tick(void);
 void rt_live_fork_child(void);
+/* For superpage run, in the page it shares with the program it started (nothing in
+ * another process): the account at exit written (err 0), or not (errno). */
+void rt_run_account(int err);
 /* A count that moves whenever units join or leave the heap (units.c, lock-free). */
 uint64_t pages_unit_events(void);
 
