@@ -778,9 +778,13 @@ static int run_watched(char **cmd, const char *hint, const struct run_options *o
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		if (getppid() != me)
 			_exit(128 + SIGKILL);
-		snprintf(val, sizeof val, "%d:%d", fd, (int)getpid());
-		if (fcntl(fd, F_SETFD, 0) < 0 || setenv(SP_RUN_PAGE_ENV, val, 1) < 0)
+		/* Out of the way of the low numbers the program's own files get (it
+		 * inherits it, without close-on-exec, for its next image). */
+		int high = fcntl(fd, F_DUPFD, 100);
+		snprintf(val, sizeof val, "%d:%d", high, (int)getpid());
+		if (high < 0 || setenv(SP_RUN_PAGE_ENV, val, 1) < 0)
 			unsetenv(SP_RUN_PAGE_ENV);
+		close(fd);
 		_exit(start(cmd, hint));
 	}
 	close(fd);
