@@ -338,7 +338,7 @@ int sp_comm_read(pid_t pid, char *buf, size_t len);
 
 /* ---------- superpage run and the program it starts ---------- */
 
-/* The page superpage run shares with the program (with --stats or --text): the
+/* The page superpage run shares with the program (with --stats): the
  * environment variable that names it ("FD:PID"), made by sp_run_page_new, read by
  * sp_run_page_read once the program has ended. */
 #define SP_RUN_PAGE_ENV "SUPERPAGE_RUN_PAGE"
@@ -347,9 +347,6 @@ struct sp_run_report {
 	char comm[17];
 	bool account_written;      /* it wrote its --stats account at exit */
 	int stats_errno;           /* its account could not be written: why (0: it could) */
-	bool text_done;            /* --text ran in it: the text figures are set */
-	uint64_t text_bytes, text_moved, text_cached, text_hugetlb, data_moved;
-	uint64_t text_objects, text_unaligned;
 	bool has_account;          /* its heap published an account */
 	struct sp_account account; /* the heap's account as last published (age_ns 0) */
 };

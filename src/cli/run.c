@@ -629,7 +629,7 @@ static int start(char **cmd, const char *hint)
 			 hint);
 }
 
-/* ---------- watching it: --stats and --text ---------- */
+/* ---------- watching it: --stats ---------- */
 
 static volatile sig_atomic_t watched_pid;
 
@@ -729,12 +729,11 @@ static void write_left_account(const struct sp_run_report *r, const char *file, 
 }
 
 /* What the program left in the page, said once it has ended: an account it could not
- * write, the one it never wrote, a --text that moved nothing. */
+ * write, or the one it never wrote. */
 static void after_end(pid_t pid, const void *page, const struct run_options *o,
 		      const char *stats_file, int status)
 {
 	struct sp_run_report r;
-	char h[32];
 	if (sp_run_page_read(page, pid, &r) < 0)
 		return;
 	if (o->stats && r.stats_errno)
@@ -742,16 +741,6 @@ static void after_end(pid_t pid, const void *page, const struct run_options *o,
 			 stats_file ? stats_file : "stderr", strerror(r.stats_errno));
 	else if (o->stats && !r.account_written && r.has_account)
 		write_left_account(&r, stats_file, status);
-	if (o->text && r.text_done && !r.text_moved && !r.text_cached && !r.data_moved) {
-		if (r.text_unaligned)
-			cli_warn("--text moved nothing: the text of %s (%s in %llu segment%s) holds no "
-				 "whole 2 MiB-aligned 2 MiB (to have it moved, link with "
-				 "-Wl,-zcommon-page-size=2097152 -Wl,-zmax-page-size=2097152)", r.comm,
-				 cli_human(r.text_bytes, h, sizeof h),
-				 (unsigned long long)r.text_unaligned, r.text_unaligned == 1 ? "" : "s");
-		else
-			cli_warn("--text moved nothing in %s: its moves fell back (-v says why)", r.comm);
-	}
 }
 
 /* Runs CMD in a child and waits for it: what it leaves in the page they share is said
@@ -817,6 +806,81 @@ static int run_watched(char **cmd, const char *hint, const struct run_options *o
 	return 128 + sig;
 }
 
+/* ---------- --text with nothing to move ---------- */
+
+/* The file execvp would run for cmd, into out; false if none is found. */
+static bool command_file(const char *cmd, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+
+	if (strchr(cmd, '/'))
+		return (size_t)snprintf(out, len, "%s", cmd) < len && is_readable_file(out);
+	for (const char *p = path ? path : "/usr/local/bin:/bin:/usr/bin"; *p;) {
+		size_t d = strcspn(p, ":");
+		if ((size_t)snprintf(out, len, "%.*s%s%s", (int)d, p, d ? "/" : "", cmd) < len &&
+		    is_readable_file(out) && access(out, X_OK) == 0)
+			return true;
+		p += d;
+		if (*p)
+			p++;
+	}
+	return false;
+}
+
+/* Whether no executable segment of the ELF program at file can hold a whole 2 MiB-
+ * aligned 2 MiB wherever it is loaded: exactly for a program at a fixed address or
+ * one aligned to 2 MiB (its load bias keeps the alignment), else only when every
+ * executable segment is smaller than 2 MiB. *bytes: the executable segments' size. */
+static bool text_unmovable(const char *file, uint64_t *bytes)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[64];
+	const uint64_t unit = 2ull << 20;
+	bool unmovable = false;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+
+	*bytes = 0;
+	if (fd < 0)
+		return false;
+	if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof ph[0] ||
+	    eh.e_phnum > 64 || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
+	    pread(fd, ph, eh.e_phnum * sizeof ph[0], (off_t)eh.e_phoff) !=
+		    (ssize_t)(eh.e_phnum * sizeof ph[0]))
+		goto out;
+	uint64_t align = 0;
+	for (int i = 0; i < eh.e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_align > align)
+			align = ph[i].p_align;
+	bool exact = eh.e_type == ET_EXEC || align >= unit;
+	unmovable = true;
+	for (int i = 0; i < eh.e_phnum && unmovable; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X) || (ph[i].p_flags & PF_W))
+			continue;
+		uint64_t lo = ph[i].p_vaddr & ~4095ull, hi = (ph[i].p_vaddr + ph[i].p_memsz + 4095) & ~4095ull;
+		*bytes += hi - lo;
+		if (exact ? ((lo + unit - 1) & ~(unit - 1)) + unit <= hi : hi - lo >= unit)
+			unmovable = false;
+	}
+out:
+	close(fd);
+	return unmovable;
+}
+
+/* --text (main): one line when the program's text can hold no whole unit, so that
+ * nothing will move (most distributions' binaries; the runtime says why for each
+ * segment only under -v). */
+static void say_text_unmovable(const char *cmd)
+{
+	char file[PATH_MAX], h[32];
+	uint64_t bytes;
+
+	if (command_file(cmd, file, sizeof file) && text_unmovable(file, &bytes))
+		cli_warn("--text will move nothing: the text of %s (%s) holds no whole 2 MiB-aligned "
+			 "2 MiB (to have it moved, link it with -Wl,-zcommon-page-size=2097152 "
+			 "-Wl,-zmax-page-size=2097152)", cmd, cli_human(bytes, h, sizeof h));
+}
+
 /* The backing CMD will run with: the option, else a good inherited value, else auto. */
 static enum sp_backing effective_backing(const struct run_options *o)
 {
@@ -855,8 +919,10 @@ int cmd_run(int argc, char **argv)
 			 argv[cmd - 1], argv[cmd]);
 	if (o.text && b == SP_BACKING_4K)
 		cli_warn("--text does nothing under --backing 4k: the text stays on base pages");
+	if (o.text && !strcmp(o.text, "main") && b != SP_BACKING_4K)
+		say_text_unmovable(argv[cmd]);
 	/* (As the runtime will see it: the environment holds the path made absolute.) */
-	if (o.stats || o.text)
+	if (o.stats)
 		return run_watched(argv + cmd, hint, &o, o.stats_file ? getenv("SUPERPAGE_STATS") : NULL);
 	return start(argv + cmd, hint);
 }

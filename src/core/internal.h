@@ -296,12 +296,11 @@ void sp_live_put(struct sp_live *page, const struct sp_live *snap);
 int sp_live_read(pid_t pid, struct sp_live *out);
 
 /* ---- superpage run's page, shared with the program it starts (live.c) ----
- * With --stats or --text, superpage run forks, maps a memfd of one page shared, and
- * names it to the program in SP_RUN_PAGE_ENV ("FD:PID"); the process PID (each of
- * its images, across execve) writes there what the command says once it has ended:
- * its heap's account as last published (for a program that leaves by exit_group,
- * or is killed, and writes none), whether it wrote its account at exit or why it
- * could not, and what --text moved. */
+ * With --stats, superpage run forks, maps a memfd of one page shared, and names it
+ * to the program in SP_RUN_PAGE_ENV ("FD:PID"); the process PID (each of its images,
+ * across execve) writes there what the command says once it has ended: its heap's
+ * account as last published (for a program that leaves by exit_group, or is killed,
+ * and writes none), whether it wrote its account at exit or why it could not. */
 #define SP_RUN_NAME "superpage-run"
 #define SP_RUN_MAGIC 0x53505255u /* "SPRU" */
 #define SP_RUN_VERSION 1
@@ -310,10 +309,7 @@ struct sp_run_page {
 	int32_t pid;                /* the process that writes it */
 	uint32_t account_written;   /* it wrote its --stats account at exit */
 	int32_t stats_errno;        /* the account it could not write, and why */
-	uint32_t text_done;         /* --text ran: the figures below are set */
 	char comm[16];
-	uint64_t text_bytes, text_moved, text_cached, text_hugetlb, data_moved;
-	uint64_t text_objects, text_unaligned;
 	struct sp_live live;        /* as the live page (sp_live_put) */
 };
 /* This process's run page, mapped shared from the fd SP_RUN_PAGE_ENV names, if this

@@ -172,14 +172,6 @@ int sp_run_page_read(const void *page, pid_t pid, struct sp_run_report *out)
 	out->comm[16] = 0;
 	out->account_written = p.account_written != 0;
 	out->stats_errno = p.stats_errno;
-	out->text_done = p.text_done != 0;
-	out->text_bytes = p.text_bytes;
-	out->text_moved = p.text_moved;
-	out->text_cached = p.text_cached;
-	out->text_hugetlb = p.text_hugetlb;
-	out->data_moved = p.data_moved;
-	out->text_objects = p.text_objects;
-	out->text_unaligned = p.text_unaligned;
 	/* (The writer is gone: no count to wait on; a page it left half written says
 	 * no account.) */
 	out->has_account = p.live.magic == LIVE_MAGIC && p.live.version == SP_LIVE_VERSION &&

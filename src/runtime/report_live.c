@@ -1,7 +1,7 @@
 /* report_live.c - the heap's account while the program runs, for superpage stat: a
  * page (the core's sp_live) published when units change and every 0.1 s; and, in
- * the program superpage run started with --stats or --text, the same in the page
- * they share (sp_run_page), with what the command says once the program has ended. */
+ * the program superpage run started with --stats, the same in the page they share
+ * (sp_run_page), with what the command says once the program has ended. */
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -9,7 +9,6 @@
 
 #include "internal.h"
 #include "runtime.h"
-#include "text.h"
 
 #define LIVE_NS 100000000ull /* published every 0.1 s the heap is used, and when its
                                 units change (the account walks nothing: cheap) */
@@ -99,18 +98,3 @@ void rt_run_account(int err)
 	else
 		live.run->account_written = 1;
 }
-
-void rt_run_text(const struct rt_text_stats *t)
-{
-	if (!live.run)
-		return;
-	live.run->text_bytes = t->text_bytes;
-	live.run->text_moved = t->text_moved;
-	live.run->text_cached = t->text_cached;
-	live.run->text_hugetlb = t->text_hugetlb;
-	live.run->data_moved = t->data_moved;
-	live.run->text_objects = t->objects;
-	live.run->text_unaligned = t->unaligned;
-	live.run->text_done = 1;
-}
-

@@ -526,6 +526,5 @@ void text_init(void)
 		if (!moved)
 			mv->hi = 0;
 	}
-	rt_run_text(&stats);
 	write_perf_map();
 }

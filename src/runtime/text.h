@@ -21,8 +21,5 @@ struct rt_text_stats {
 	uint64_t perf_map_symbols;  /* functions written to /tmp/perf-PID.map */
 };
 void rt_text_stats_get(struct rt_text_stats *out);
-/* What --text moved, in superpage run's page (report_live.c), for the command to say
- * when nothing was. */
-void rt_run_text(const struct rt_text_stats *t);
 
 #endif

@@ -3,7 +3,7 @@
 # program that leaves by exit_group (tests/runtime/silent/leaves.c) or is killed,
 # written by the command from what the program last published; an account the
 # runtime could not write (/dev/full), a --stats file of the kernel's (/proc), said
-# once; --text that moved nothing, said once without -v; a malloc named in
+# once; --text that will move nothing, said once without -v; a malloc named in
 # LD_PRELOAD that superpage's displaces, named once, and kept with --keep-malloc
 # (mallocfrom.c); a signal sent to superpage run reaches the program it watches.
 # Usage: tests/runtime/silent/test_silent.sh BUILD_DIR [TEST[:ARG]...]. Prints "PASS
@@ -116,7 +116,7 @@ test_text_nothing() {
 	sprun --text -- "$P/leaves" exit
 	if [ "$src" != 3 ] || ! cmp -s <(echo leaving) "$tmp/sp.out"; then
 		fail $name "exited $src: $(oneline "$tmp/sp.out")"
-	elif [ "$(count "$tmp/sp.err" '^superpage: --text moved nothing')" != 1 ] ||
+	elif [ "$(count "$tmp/sp.err" '^superpage: --text will move nothing')" != 1 ] ||
 		[ "$(nlines "$tmp/sp.err")" != 1 ]; then
 		fail $name "want one line: $(oneline "$tmp/sp.err")"
 	else
@@ -131,7 +131,7 @@ test_text_nothing() {
 	sprun --text -- "$B/tests/runtime/text/textuse"
 	if [ "$src" != 0 ]; then
 		fail $name "exited $src: $(oneline "$tmp/sp.err")"
-	elif [ "$(count "$tmp/sp.err" 'moved nothing')" != 0 ]; then
+	elif [ "$(count "$tmp/sp.err" 'move nothing')" != 0 ]; then
 		fail $name "said it moved nothing: $(oneline "$tmp/sp.err")"
 	else
 		pass $name
@@ -165,7 +165,7 @@ test_preload_malloc() {
 	fi
 }
 
-# Watched (--stats, --text), the program runs in a child: a signal sent to superpage
+# Watched (--stats), the program runs in a child: a signal sent to superpage
 # run is passed on, and its status is the program's.
 test_signal_passed() {
 	local name=silent_signal_passed pid rc
