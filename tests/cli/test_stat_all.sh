@@ -106,8 +106,9 @@ if d["scan"] not in ("pagemap", "rollup"): print("scan %r" % d["scan"])
 }
 
 # 256 MiB on THP: --all reads what stat PID reads, by either scan; the processes' THP
-# adds up to what /proc/meminfo says (within 2%: THP shared after a fork counts in
-# each process, and others may change between the reads).
+# adds up to what /proc/meminfo says (within 2% or 16 MiB: THP shared after a fork
+# counts in each process, and others may start, grow or end between the reads; the
+# holder alone has 256 MiB).
 test_thp() {
 	local name=stat_all_thp
 	start_thp
@@ -143,7 +144,7 @@ if abs(row["huge_bytes"] - one["huge_bytes"]) > 2 << 20:
 m = d["machine"]
 thp = m["anon_thp_bytes"] + m["shmem_thp_bytes"] + m["file_thp_bytes"]
 total = sum(p["thp_bytes"] for p in d["processes"])
-if abs(total - thp) > 0.02 * thp: print("processes %d, meminfo %d" % (total, thp))
+if abs(total - thp) > max(0.02 * thp, 16 << 20): print("processes %d, meminfo %d" % (total, thp))
 ' "$tmp/one.json" "$tmp/rollup.json" "$thp_pid"
 	if [ "$pm_rc" = 0 ]; then
 		py_check stat_all_scans_agree '
