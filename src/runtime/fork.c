@@ -191,8 +191,11 @@ static bool scan_range(int fd, uintptr_t a, size_t len, size_t page)
 			p = note_pages(p, hi < end ? hi : end, page, true);
 		}
 		uintptr_t walked = q.walk_end > end ? end : (uintptr_t)q.walk_end;
-		if (walked <= p && n == 0)
-			walked = end; /* (no progress said: nothing more is present) */
+		if (walked <= p && n == 0) {
+			/* (No progress said: the rest counts as resident, the safe way.) */
+			note_pages(p, end, page, true);
+			return true;
+		}
 		p = note_pages(p, walked, page, false);
 	}
 	return true;
