@@ -60,12 +60,12 @@ LIBS := -lpthread
 CORE_SRC := $(wildcard src/core/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 BENCH_SRC := $(wildcard src/bench/*.c)
-RT_SRC := $(wildcard src/runtime/*.c)
+RT_SRC := $(wildcard src/runtime/*.c src/runtime/*/*.c)
 HTLB_SRC := $(wildcard src/htlb/*.c)
 # What the command and libhugetlbfs.so.0 share: LD_PRELOAD with the runtime in front.
 COMMON_SRC := $(wildcard src/common/*.c)
-RT_CORE_SRC := $(filter-out src/runtime/interpose.c src/runtime/mmap.c src/runtime/mremap.c \
-	src/runtime/syscall.c,$(RT_SRC))
+RT_CORE_SRC := $(filter-out src/runtime/malloc/interpose.c src/runtime/program/mmap.c \
+	src/runtime/program/mremap.c src/runtime/program/syscall.c,$(RT_SRC))
 RTEST_SRC := $(wildcard tests/runtime/*/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_HELP := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))

@@ -18,7 +18,7 @@
  * which then takes its place. A forked child would share those pages until one of the
  * two writes, the copy coming from the pool, and a dry pool would kill the child; so
  * each is first named to superpage's runtime (__superpage_segment_guard,
- * src/runtime/segments.c), which keeps it from the child as it does its own hugetlb
+ * src/runtime/program/segments.c), which keeps it from the child as it does its own hugetlb
  * memory. Without the runtime in the process (HUGETLB_ELFMAP starts the program again
  * with it), the writable segments stay. */
 #include <dlfcn.h>

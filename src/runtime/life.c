@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "central.h"
+#include "malloc/central.h"
 #include "heap.h"
 #include "internal.h"
 #include "life.h"

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "bits.h"
+#include "pageheap/bits.h"
 #include "check.h"
 
 #define NBITS 640 /* ten words */

@@ -15,7 +15,7 @@
 #include "fake_kernel.h"
 #include "heap.h"
 #include "internal.h"
-#include "units.h"
+#include "pageheap/units.h"
 
 #define KB ((size_t)1 << 10)
 #define BLK (512 * KB) /* a run of pages: four to a unit */

@@ -16,7 +16,7 @@
 #include "fake_kernel.h"
 #include "heap.h"
 #include "internal.h"
-#include "units.h"
+#include "pageheap/units.h"
 
 #define MB ((size_t)1 << 20)
 #define CG "/sys/fs/cgroup/memory/job"

@@ -18,7 +18,7 @@
 #include "check.h"
 #include "fake_kernel.h"
 #include "heap.h"
-#include "units.h"
+#include "pageheap/units.h"
 
 #ifndef MADV_DONTNEED_LOCKED
 #define MADV_DONTNEED_LOCKED 24

@@ -1,6 +1,6 @@
 /* spread.c - where blocks of one large size lie: N blocks of SIZE MiB are malloc'd
  * one after another (not touched), and no two may lie a multiple of 256 MiB apart
- * (a loop over such arrays runs at a fraction of its speed: src/runtime/large.c).
+ * (a loop over such arrays runs at a fraction of its speed: src/runtime/pageheap/large.c).
  * Usage: spread N SIZE_MIB. Prints one line; exit 0, or 1 if two blocks lie so. */
 #include <stdint.h>
 #include <stdio.h>

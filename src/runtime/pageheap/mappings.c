@@ -15,7 +15,7 @@
 
 #include "bits.h"
 #include "internal.h"
-#include "mmap.h"
+#include "program/mmap.h"
 #include "units.h"
 
 /* What mmap.c did with the program's mappings beyond the heap's counts. */

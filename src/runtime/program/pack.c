@@ -32,7 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "bits.h"
+#include "pageheap/bits.h"
 #include "heap.h"
 #include "internal.h"
 

@@ -3,12 +3,12 @@
 #ifndef SP_REPORT_H
 #define SP_REPORT_H
 
-#include "mmap.h"
+#include "program/mmap.h"
 #include "out.h"
 #include "runtime.h"
-#include "shm.h"
-#include "stacks.h"
-#include "text.h"
+#include "program/shm.h"
+#include "program/stacks.h"
+#include "program/text.h"
 
 #pragma GCC visibility push(hidden)
 
