@@ -43,7 +43,7 @@ SAN :=
 endif
 
 CFLAGS ?= -O2 -g
-# SP_HARDEN=0: the runtime's free lists without their hardening (src/runtime/heap.h),
+# SP_HARDEN=0: the runtime's free lists without their hardening (src/runtime/malloc/malloc.h),
 # only for bench/compare.sh to measure its cost (make bench builds it in $(B)/unhardened).
 SP_HARDEN ?= 1
 HARDEN := $(if $(filter 0,$(SP_HARDEN)),-DSP_HARDEN=0)

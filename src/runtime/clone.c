@@ -11,7 +11,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "heap.h"
 #include "internal.h"
 #include "life.h"
 

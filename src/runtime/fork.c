@@ -61,9 +61,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "heap.h"
 #include "internal.h"
 #include "life.h"
+#include "pageheap/pageheap.h"
+#include "program/program.h"
+#include "runtime.h"
 
 enum route { ROUTE_NONE, ROUTE_ROOM, ROUTE_MADE, ROUTE_SHORT };
 

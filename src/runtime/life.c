@@ -10,10 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "malloc/central.h"
-#include "heap.h"
 #include "internal.h"
 #include "life.h"
+#include "malloc/central.h"
+#include "malloc/malloc.h"
+#include "pageheap/pageheap.h"
+#include "runtime.h"
 
 /* ---------- start ---------- */
 

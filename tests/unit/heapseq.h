@@ -11,7 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "heap.h"
+#include "malloc/malloc.h"
+#include "pageheap/pageheap.h"
 
 struct blk { unsigned char *p; size_t len; unsigned char tag; };
 

@@ -13,8 +13,9 @@
 
 #include "check.h"
 #include "fake_kernel.h"
-#include "heap.h"
 #include "internal.h"
+#include "life.h"
+#include "malloc/malloc.h"
 #include "pageheap/units.h"
 
 #define KB ((size_t)1 << 10)

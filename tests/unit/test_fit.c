@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "heap.h"
+#include "life.h"
+#include "malloc/malloc.h"
+#include "runtime.h"
 
 static uint64_t chunk_bytes(void)
 {

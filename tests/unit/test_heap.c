@@ -15,7 +15,10 @@
 
 #include "check.h"
 #include "fake_kernel.h"
-#include "heap.h"
+#include "life.h"
+#include "malloc/malloc.h"
+#include "pageheap/pageheap.h"
+#include "runtime.h"
 
 #define MB (1ul << 20)
 
@@ -436,7 +439,7 @@ static void test_bad_frees_abort(void)
 /* A write after free into the first word of a freed small object, while it waits in
  * the thread's cache or (three batches freed: the first went back) on its span's
  * list: no malloc of its class returns the address written; the child aborts at the
- * check of the link (heap.h) instead. (The second object stays, and with it the span,
+ * check of the link (malloc.h) instead. (The second object stays, and with it the span,
  * which would otherwise go back to the page heap empty, the write with it.) */
 static char uaf_target[256] __attribute__((aligned(64)));
 static size_t uaf_size;

@@ -14,8 +14,9 @@
 
 #include "check.h"
 #include "fake_kernel.h"
-#include "heap.h"
 #include "internal.h"
+#include "life.h"
+#include "malloc/malloc.h"
 #include "pageheap/units.h"
 
 #define MB ((size_t)1 << 20)

@@ -17,7 +17,8 @@
 
 #include "check.h"
 #include "fake_kernel.h"
-#include "heap.h"
+#include "life.h"
+#include "malloc/malloc.h"
 #include "pageheap/units.h"
 
 #ifndef MADV_DONTNEED_LOCKED

@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "heap.h"
+#include "life.h"
+#include "malloc/malloc.h"
+#include "pageheap/pageheap.h"
+#include "runtime.h"
 
 #define MB (1ul << 20)
 #define GB (1ul << 30)

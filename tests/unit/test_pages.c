@@ -12,8 +12,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "heap.h"
 #include "heapseq.h"
+#include "life.h"
+#include "malloc/malloc.h"
+#include "pageheap/pageheap.h"
+#include "runtime.h"
 
 #define NSLOT 64
 #define STEPS 4000

@@ -14,8 +14,9 @@
 
 #include "check.h"
 #include "fake_kernel.h"
-#include "heap.h"
 #include "heapseq.h"
+#include "life.h"
+#include "runtime.h"
 
 #define NSLOT 48
 #define STEPS 3000

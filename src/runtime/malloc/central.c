@@ -16,6 +16,10 @@
 #include <string.h>
 
 #include "central.h"
+#include "life.h"
+#include "malloc/malloc.h"
+#include "pageheap/pageheap.h"
+#include "runtime.h"
 
 #define MAX_OWNERS 256
 
@@ -77,7 +81,7 @@ static void list_del(struct spanlist *l, struct span *s)
 	l->n--;
 }
 
-/* Sets the page info of a small span's pages (heap.h), or clears it. */
+/* Sets the page info of a small span's pages (malloc.h), or clears it. */
 static void span_mark(struct span *s, bool on)
 {
 	uint64_t *info = &heap_hot.pageinfo[(s->start - heap_hot.base) >> PAGE_SHIFT];
@@ -236,7 +240,7 @@ void central_release(unsigned slot)
 
 /* Whether o is an object's place in s, a small span of class cls: in its objects'
  * stretch, a multiple of the class's size from its origin (the divisor of the page
- * info's check, heap.h). From the span's own fields, which its lists read anyway:
+ * info's check, malloc.h). From the span's own fields, which its lists read anyway:
  * the page info would cost a line more an object. */
 static inline bool span_object(const struct span *s, uintptr_t o, unsigned cls)
 {
@@ -246,7 +250,7 @@ static inline bool span_object(const struct span *s, uintptr_t o, unsigned cls)
 	       (uint64_t)(uint32_t)(o - origin) * div < div;
 }
 
-/* The next object on span s's list after o (links are mangled, heap.h), checked to
+/* The next object on span s's list after o (links are mangled, malloc.h), checked to
  * be one of s's objects. */
 static void *span_next(const struct span *s, void *o)
 {
@@ -258,7 +262,7 @@ static void *span_next(const struct span *s, void *o)
 
 /* Moves up to n - *got objects of span s onto *list (free ones first, then never
  * used ones), counting them in s->used and *got. A never used one's second word is
- * cleared: on pages used before, it may hold an old free mark (heap.h). */
+ * cleared: on pages used before, it may hold an old free mark (malloc.h). */
 static void take_from(struct span *s, size_t size, unsigned n, void **list, unsigned *got)
 {
 	while (*got < n && s->freelist) {
@@ -350,7 +354,7 @@ unsigned central_put(unsigned cls, void *list)
 	void *prev = NULL;
 	while (list) {
 		/* o is on the range's writable pages (it is the cache's head, or its link
-		 * passed link_plausible, heap.h); its span must be a small one of the class
+		 * passed link_plausible, malloc.h); its span must be a small one of the class
 		 * that holds it. (Not its exact place: a link that reads as one not the
 		 * secret's noise was written by one who knows the secret.) */
 		void *o = list;

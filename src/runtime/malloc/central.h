@@ -3,7 +3,6 @@
 #ifndef SP_CENTRAL_H
 #define SP_CENTRAL_H
 
-#include "heap.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -13,19 +12,11 @@ unsigned central_claim(void);
 /* A thread leaves its slot (0: none): its spans become orphans. */
 void central_release(unsigned slot);
 /* Takes up to n objects of class cls for slot (0: none), linked through their first
- * word (mangled: link_encode, heap.h); returns how many (0: out of memory). */
+ * word (mangled: link_encode, malloc.h); returns how many (0: out of memory). */
 unsigned central_take(unsigned slot, unsigned cls, unsigned n, void **out);
 /* Gives the objects of list (linked through their first word, mangled) back to their
  * spans; returns how many there were. Aborts on a link that is no object of cls. */
 unsigned central_put(unsigned cls, void *list);
-
-/* Around fork (life.c): lock takes the slots' lock, every slot's lock, then every
- * class's (slot first, class second, as the lists take them); unlock releases them.
- * In the child, with them and the page heap's lock held, orphan makes the spans of
- * every slot but keep (the forking thread's, 1 + index; 0: none) orphans. */
-void central_fork_lock(void);
-void central_fork_unlock(void);
-void central_fork_orphan(unsigned keep);
 
 #pragma GCC visibility pop
 

@@ -9,13 +9,14 @@
  * mode are not touched by it.
  *
  * A block of n bytes asked is taken of at least n + 8 (and 24: the record must not
- * lie on the free mark, heap.h): [0, n) the program's, [n, usable - 8) the canary
+ * lie on the free mark, malloc.h): [0, n) the program's, [n, usable - 8) the canary
  * (CANARY_MAX bytes of it at most), [usable - 8, usable) the record, n mangled with
  * the block's free mark. */
 #include <stdatomic.h>
 #include <string.h>
 
-#include "heap.h"
+#include "malloc/malloc.h"
+#include "runtime.h"
 
 bool rt_check;
 

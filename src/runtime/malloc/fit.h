@@ -6,7 +6,8 @@
 
 #include <pthread.h>
 
-#include "heap.h"
+#include "malloc/malloc.h"
+#include "pageheap/pageheap.h"
 
 #define GRAIN_SHIFT 6
 #define GRAIN (1ul << GRAIN_SHIFT)

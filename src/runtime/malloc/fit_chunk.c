@@ -5,7 +5,6 @@
 
 #include "fit.h"
 #include "internal.h"
-#include "runtime.h"
 
 struct fit_arena fit_arenas[FIT_ARENAS];
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER; /* after an arena's */

@@ -20,8 +20,9 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 
-#include "heap.h"
 #include "internal.h"
+#include "malloc/malloc.h"
+#include "runtime.h"
 
 enum foreign_kind {
 	FOREIGN_UNSURE, /* left alone */

@@ -7,8 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "heap.h"
 #include "life.h"
+#include "malloc/malloc.h"
+#include "pageheap/pageheap.h"
 #include "runtime.h"
 
 #define EXPORT __attribute__((visibility("default")))

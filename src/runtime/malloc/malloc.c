@@ -9,8 +9,11 @@
 #include <sys/random.h>
 
 #include "central.h"
-#include "heap.h"
 #include "internal.h"
+#include "life.h"
+#include "malloc/malloc.h"
+#include "pageheap/pageheap.h"
+#include "runtime.h"
 
 /* ---------- per-thread caches ---------- */
 
@@ -25,7 +28,7 @@ struct tc_list {
 _Static_assert(sizeof(struct tc_list) == sizeof(struct class_info),
 	       "a page's info indexes a cache's lists as it indexes class_info");
 struct tcache {
-	/* Class c's list at list[1 + c], as class_info[] (heap.h): free finds both at
+	/* Class c's list at list[1 + c], as class_info[] (malloc.h): free finds both at
 	 * the offset its page's info holds. list[0] is no class's, and never has room.
 	 * Per class also a spare batch: a free into a full list makes it the spare
 	 * (the spare before, the coldest objects, goes back to the spans); malloc from
@@ -145,7 +148,7 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-/* The free mark's key and the links' key (heap.h), secret: from getrandom, else
+/* The free mark's key and the links' key (malloc.h), secret: from getrandom, else
  * hashed from the kernel's 16 random bytes of AT_RANDOM. Not those bytes as they
  * are: glibc's stack guard and pointer guard are made of them, and a freed object's
  * mark, read after free by a program that knows its address, gives its key away.
@@ -227,7 +230,7 @@ static __attribute__((noinline)) void *small_refill(unsigned cls)
 /* An object of the class at offset at of the thread's lists (as in class_info[]) from
  * this thread's cache; NULL if it has none, or if its list leads to no object
  * (small_refill then aborts). The object is checked before it is read or given out
- * (link_plausible, heap.h), not each link as it is read: the same safety (what a
+ * (link_plausible, malloc.h), not each link as it is read: the same safety (what a
  * write after free put in a link is refused before anything is taken from it), and
  * the test for an empty list is the check's own. Checking the link read, with its
  * test for the list's end, ran bench/kernels/malloc larson (1 thread) at 0.84x the

@@ -5,9 +5,10 @@
  * objects, and 32 classes per doubling left most of those spans mostly empty; malloc
  * fits blocks above 4 KiB to 64 bytes instead, fit.c, and these serve memalign);
  * spans sized so that little is left over. */
-#include "heap.h"
+#include "malloc/malloc.h"
+#include "pageheap/pageheap.h"
 
-/* The tables heap.h's inline lookups read (set once, before the first malloc). */
+/* The tables malloc.h's inline lookups read (set once, before the first malloc). */
 struct class_info class_info[1 + NCLASS];
 unsigned char class_npages[NCLASS];
 unsigned char class_first_npages[NCLASS];

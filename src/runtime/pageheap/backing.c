@@ -8,6 +8,7 @@
 
 #include "bits.h"
 #include "internal.h"
+#include "life.h"
 #include "units.h"
 
 /* The hugetlb rungs refused lately (rung.c): 2m for runs as large as one refused,

@@ -5,6 +5,7 @@
 
 #include "bits.h"
 #include "internal.h"
+#include "malloc/malloc.h"
 #include "units.h"
 
 #define MOVE_MIN_UNITS 8    /* realloc moves blocks of 16 MiB or more by mremap */

@@ -14,6 +14,7 @@
 
 #include "bits.h"
 #include "internal.h"
+#include "life.h"
 #include "units.h"
 
 /* Near: the room the memory cgroup leaves (its limit less what it holds but the

@@ -5,7 +5,7 @@
 
 #include "bits.h"
 #include "internal.h"
-#include "runtime.h"
+#include "malloc/malloc.h"
 #include "units.h"
 
 #define RECENT_NS 1000000000ull /* how long "lately" is, for the kept units */

@@ -14,6 +14,7 @@
 
 #include "bits.h"
 #include "internal.h"
+#include "malloc/malloc.h"
 #include "units.h"
 
 /* Whether FREE unit u is room for the block before it to grow into: it follows a

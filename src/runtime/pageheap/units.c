@@ -4,6 +4,9 @@
 
 #include "bits.h"
 #include "internal.h"
+#include "life.h"
+#include "malloc/malloc.h"
+#include "program/program.h"
 #include "units.h"
 
 /* The lock spins a little before it sleeps: with two threads growing strings by

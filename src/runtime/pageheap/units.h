@@ -6,7 +6,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "heap.h"
+#include "pageheap/pageheap.h"
+#include "runtime.h"
 
 enum unit_state { U_FREE = 0, U_HEAP, U_LARGE, U_RELEASING };
 #define NO_UNIT (-1)

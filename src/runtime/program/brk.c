@@ -11,8 +11,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "heap.h"
 #include "internal.h"
+#include "life.h"
+#include "pageheap/pageheap.h"
+#include "program/program.h"
+#include "runtime.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -9,9 +9,12 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "heap.h"
 #include "internal.h"
+#include "life.h"
 #include "mmap.h"
+#include "pageheap/pageheap.h"
+#include "program/program.h"
+#include "runtime.h"
 #include "shm.h"
 
 bool in_heap(const void *addr, size_t len)

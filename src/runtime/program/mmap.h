@@ -45,17 +45,6 @@ int unmap_range(uintptr_t a, size_t len);
  * does with a range that has holes. */
 int advise_pieces(uintptr_t a, uintptr_t end, int advice);
 
-/* What the runtime did with the program's mappings beyond the heap's counts. */
-struct rt_map_stats {
-	uint64_t exec_maps, exec_bytes; /* writable and executable mappings advised for THP */
-	uint64_t hints_moved;           /* hints the kernel would not honour: placed as
-	                                   unhinted mappings are (2 MiB-aligned, packed) */
-};
-void rt_map_stats_get(struct rt_map_stats *out);
-/* Counts an executable heap of len bytes advised, a hint the kernel would not honour. */
-void map_note_exec(size_t len);
-void map_note_hint_moved(void);
-
 #pragma GCC visibility pop
 
 #endif

@@ -7,9 +7,12 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "heap.h"
 #include "internal.h"
+#include "life.h"
 #include "mmap.h"
+#include "pageheap/pageheap.h"
+#include "program/program.h"
+#include "runtime.h"
 #include "shm.h"
 
 /* One kernel move of [x, x+len) to to, leaving x mapped (and empty): a hole in the

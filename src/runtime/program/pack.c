@@ -32,9 +32,12 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "pageheap/bits.h"
-#include "heap.h"
 #include "internal.h"
+#include "life.h"
+#include "pageheap/bits.h"
+#include "pageheap/pageheap.h"
+#include "program/program.h"
+#include "runtime.h"
 
 #define CHUNK_SHIFT 28                                  /* 256 MiB of address space */
 #define CHUNK_SIZE ((uintptr_t)1 << CHUNK_SHIFT)

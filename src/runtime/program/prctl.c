@@ -18,7 +18,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "heap.h"
+#include "life.h"
+#include "pageheap/pageheap.h"
+#include "runtime.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -16,8 +16,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "heap.h"
 #include "internal.h"
+#include "life.h"
+#include "pageheap/pageheap.h"
+#include "program/program.h"
+#include "runtime.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_SEGMENTS 16

@@ -17,8 +17,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "heap.h"
 #include "internal.h"
+#include "life.h"
+#include "program/program.h"
+#include "runtime.h"
 #include "shm.h"
 
 #define EXPORT __attribute__((visibility("default")))

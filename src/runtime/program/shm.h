@@ -1,5 +1,6 @@
 /* shm.h - shared memory on 2 MiB hugetlb pages under --shm (shm.c, shm_anon.c): the
- * hook mmap.c calls for shared anonymous mappings, and the counts the report prints. */
+ * hooks mmap.c and mremap.c call for shared anonymous mappings, and what shm.c and
+ * shm_anon.c share (the counts the report prints: program.h). */
 #ifndef SP_SHM_H
 #define SP_SHM_H
 
@@ -9,21 +10,6 @@
 #include <stdint.h>
 
 #include "superpage.h"
-
-/* What --shm did in this process (cumulative: created, not live). */
-struct rt_shm_stats {
-	uint64_t segments;        /* SysV segments created on 2 MiB hugetlb pages */
-	uint64_t segment_bytes;   /* their sizes, rounded up to 2 MiB */
-	uint64_t maps;            /* MAP_SHARED|MAP_ANONYMOUS mappings put on them */
-	uint64_t map_bytes;       /* their lengths */
-	/* Left on base pages, as the program asked, by reason (enum sp_fall): no_pool,
-	 * pool_empty, unsupported (the kernel lacks it, or a mapping whose length is not
-	 * a multiple of 2 MiB), mmap_failed (the kernel refused: EPERM, EINVAL, ...),
-	 * skipped_recent_failure (refused with EPERM before, or too many segments). */
-	uint64_t segment_falls[SP_FALL_COUNT];
-	uint64_t map_falls[SP_FALL_COUNT];
-};
-void rt_shm_stats_get(struct rt_shm_stats *out);
 
 /* A MAP_SHARED|MAP_ANONYMOUS mapping the program asked for with no address: mapped on
  * 2 MiB hugetlb pages (a memfd) when --shm is on, the mapping qualifies and the pool

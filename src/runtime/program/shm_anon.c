@@ -12,8 +12,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "heap.h"
 #include "internal.h"
+#include "pageheap/pageheap.h"
+#include "runtime.h"
 #include "shm.h"
 
 /* The mappings made here, for mremap: the kernel refuses to grow a hugetlb mapping

@@ -5,7 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 
-#include "heap.h"
+#include "pageheap/pageheap.h"
 #include "stacks.h"
 
 #define AFFINITY_MAX 1024 /* bytes of a cpuset copied from an attribute (8192 CPUs) */

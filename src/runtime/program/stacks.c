@@ -16,9 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "heap.h"
 #include "internal.h"
 #include "life.h"
+#include "pageheap/pageheap.h"
+#include "program/program.h"
+#include "runtime.h"
 #include "stacks.h"
 
 #define EXPORT __attribute__((visibility("default")))

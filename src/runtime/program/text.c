@@ -35,10 +35,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "heap.h"
 #include "internal.h"
 #include "life.h"
-#include "text.h"
+#include "pageheap/pageheap.h"
+#include "program/program.h"
+#include "runtime.h"
 
 #define PAGE 4096ul
 #define UNIT SP_2M_SIZE

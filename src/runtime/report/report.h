@@ -3,12 +3,10 @@
 #ifndef SP_REPORT_H
 #define SP_REPORT_H
 
-#include "program/mmap.h"
 #include "out.h"
+#include "pageheap/pageheap.h"
+#include "program/program.h"
 #include "runtime.h"
-#include "program/shm.h"
-#include "program/stacks.h"
-#include "program/text.h"
 
 #pragma GCC visibility push(hidden)
 
