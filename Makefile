@@ -62,10 +62,11 @@ CLI_SRC := $(wildcard src/cli/*.c)
 BENCH_SRC := $(wildcard src/bench/*.c)
 RT_SRC := $(wildcard src/runtime/*.c src/runtime/*/*.c)
 HTLB_SRC := $(wildcard src/htlb/*.c)
-# What the command and libhugetlbfs.so.0 share: LD_PRELOAD with the runtime in front.
+# What the parts share (src/common): preload.c, LD_PRELOAD with the runtime in front
+# (the command and libhugetlbfs.so.0); json.c, the JSON writer (the command and the bench).
 COMMON_SRC := $(wildcard src/common/*.c)
 RT_CORE_SRC := $(filter-out src/runtime/malloc/interpose.c src/runtime/program/mmap.c \
-	src/runtime/program/mremap.c src/runtime/program/syscall.c,$(RT_SRC))
+	src/runtime/program/mremap.c src/runtime/program/libc_syscall.c,$(RT_SRC))
 RTEST_SRC := $(wildcard tests/runtime/*/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_HELP := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
@@ -77,7 +78,9 @@ CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/obj/%.o)
 RT_OBJ := $(RT_SRC:%.c=$(B)/obj/%.o)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/obj/%.o)
-HTLB_OBJ := $(HTLB_SRC:%.c=$(B)/obj/%.o) $(COMMON_OBJ)
+PRELOAD_OBJ := $(B)/obj/src/common/preload.o
+JSON_OBJ := $(B)/obj/src/common/json.o
+HTLB_OBJ := $(HTLB_SRC:%.c=$(B)/obj/%.o) $(PRELOAD_OBJ)
 RT_CORE_OBJ := $(RT_CORE_SRC:%.c=$(B)/obj/%.o)
 RTEST_LIB_SRC := $(wildcard tests/runtime/*/lib/*.c)
 RTEST_BIN := $(RTEST_SRC:%.c=$(B)/%) $(B)/tests/runtime/text/textuse-plain \
@@ -117,19 +120,19 @@ $(B)/obj/tests/unit/%.o: tests/unit/%.c
 	$(CC) $(ALL_CFLAGS) $(CORE_INC) -c -o $@ $<
 
 # The runtime lives inside other programs: its TLS is initial-exec (it is preloaded at
-# start), and it exports nothing but the calls it interposes (src/runtime/exports.map;
+# start), and it exports nothing but the calls it interposes (src/runtime/libsuperpage-run.map;
 # hidden by default, so that its own globals are reached without the GOT).
 $(B)/obj/src/runtime/%.o: src/runtime/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CORE_INC) -Isrc/runtime -ftls-model=initial-exec -fvisibility=hidden -c -o $@ $<
 
-$(RT_SO): $(RT_OBJ) $(CORE_OBJ) src/runtime/exports.map
-	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=src/runtime/exports.map -Wl,-z,nodelete -Wl,-z,defs \
+$(RT_SO): $(RT_OBJ) $(CORE_OBJ) src/runtime/libsuperpage-run.map
+	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=src/runtime/libsuperpage-run.map -Wl,-z,nodelete -Wl,-z,defs \
 		-o $@ $(RT_OBJ) $(CORE_OBJ) $(LIBS)
 
 # libhugetlbfs.so.0: libhugetlbfs' interface (src/htlb) on the core, linked in; only
 # the interface's names are exported, under libhugetlbfs' version nodes
-# (src/htlb/exports.map), so that programs linked against libhugetlbfs run on it.
+# (src/htlb/libhugetlbfs.map), so that programs linked against libhugetlbfs run on it.
 $(B)/obj/src/htlb/%.o: src/htlb/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CORE_INC) $(HTLB_INC) -Isrc/common -fvisibility=hidden -c -o $@ $<
@@ -138,10 +141,10 @@ $(B)/obj/src/common/%.o: src/common/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fvisibility=hidden -c -o $@ $<
 
-$(HTLB_SO): $(HTLB_OBJ) $(CORE_OBJ) src/htlb/exports.map
+$(HTLB_SO): $(HTLB_OBJ) $(CORE_OBJ) src/htlb/libhugetlbfs.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libhugetlbfs.so.0 $(ALL_LDFLAGS) \
-		-Wl,--version-script=src/htlb/exports.map -Wl,-z,defs \
+		-Wl,--version-script=src/htlb/libhugetlbfs.map -Wl,-z,defs \
 		-o $@ $(HTLB_OBJ) $(CORE_OBJ) $(LIBS)
 
 # What -lhugetlbfs finds when a program is linked.
@@ -175,8 +178,8 @@ $(B)/obj/src/cli/%.o: src/cli/%.c
 
 # superpage bench as a part of its own: the kernel table, plan, runner, judge, stats and
 # one writer per format, linked by the command and the unit tests. Its JSON writer
-# uses the command's (src/cli/json.c), held in the archive too.
-$(BENCH_A): $(BENCH_OBJ) $(B)/obj/src/cli/json.o
+# uses the one the command uses too (src/common/json.c), held in the archive.
+$(BENCH_A): $(BENCH_OBJ) $(JSON_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 

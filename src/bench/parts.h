@@ -22,7 +22,7 @@ struct run_out {
 	int status;       /* the wait status */
 	bool timed_out;
 	char err[256];    /* the last lines of its stderr */
-	/* the promote variant's promotion (promote.c): */
+	/* the promote variant's promotion (variant_promote.c): */
 	bool promoted;    /* sp_promote was called on it */
 	int lines_before; /* result lines printed before it */
 	double cov_before, cov_after; /* share of its data (heap, anonymous) on huge pages */
@@ -30,7 +30,7 @@ struct run_out {
 	char promote_err[96]; /* why it could not be promoted at all, "" if it could */
 };
 
-/* ---------- the promote variant's promotion (promote.c) ---------- */
+/* ---------- the promote variant's promotion (variant_promote.c) ---------- */
 
 /* Promotes the running kernel pid (sp_promote with its defaults), records what it got in
  * o, says so on stderr, and sends the kernel SIGUSR1 (also when it failed). */
@@ -47,7 +47,7 @@ void bench_record(struct bench *b, const struct bench_item *it, const struct ben
 /* A skipped backing gets a row, with the reason, beside each case the item printed. */
 void bench_mark_skipped(struct bench *b, const struct bench_item *it);
 
-/* ---------- the machine (machine.c) ---------- */
+/* ---------- the machine (testbed.c) ---------- */
 
 /* Backings that cannot be had here are skipped, with the reason. */
 void bench_check_offer(struct bench *b);

@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 
 #include "parts.h"
-#include "../cli/json.h"
+#include "../common/json.h"
 
 static const struct {
 	const char *head, *key;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "parts.h"
-#include "../cli/json.h"
+#include "../common/json.h"
 
 /* ---------- JSON ---------- */
 

@@ -38,7 +38,7 @@
 #endif
 
 /* The kernel's system calls, as libc's syscall() makes them (-1 and errno), but never
- * through the symbol syscall, which the runtime interposes (syscall.c). */
+ * through the symbol syscall, which the runtime interposes (libc_syscall.c). */
 #if defined(__x86_64__) || defined(__aarch64__)
 #define SP_HAVE_RAW_SYSCALL 1
 #endif

@@ -1,5 +1,5 @@
 /* syscall.c - the kernel's system calls without libc's syscall(), which the runtime
- * interposes (src/runtime/program/syscall.c: a program that maps its memory with
+ * interposes (src/runtime/program/libc_syscall.c: a program that maps its memory with
  * syscall(SYS_mmap, ...), as SBCL does, gets the runtime's mmap): the core's and the
  * runtime's own calls must not come back into it. internal.h names this syscall. */
 #include <errno.h>

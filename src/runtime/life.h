@@ -72,7 +72,7 @@ void pages_fork_hugetlb(fork_range_fn fn, void *arg);
 size_t pages_fork_demote(long want[2]);
 void pages_fork_copied(void);
 void pages_fork_child(void);
-/* pageheap/limits.c: in a forked child, the look at the limit another thread of the
+/* pageheap/near_limit.c: in a forked child, the look at the limit another thread of the
  * parent may have been making is not this process's; the next look comes soon. */
 void limits_fork_child(void);
 

@@ -50,7 +50,7 @@ struct rt_stats {
 	/* Forks that shared private hugetlb memory with the child (fork.c); heap units
 	 * moved to THP to make room in the pool for them; those short of room. */
 	uint64_t forks_shared, fork_moved_units, forks_short;
-	/* Limits (limits.c): the memory cgroup's version (0: none mounted) and its limit
+	/* Limits (near_limit.c): the memory cgroup's version (0: none mounted) and its limit
 	 * where the room was least (0: none), the least room seen, the looks at it
 	 * (each reads the cgroup's files); times the heap came
 	 * near it and for how long in all; what it did there: empty units given back,

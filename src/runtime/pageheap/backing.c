@@ -198,7 +198,7 @@ static bool unit_dense(size_t u)
 /* The heap has grown big, or dense (heap_dense): THP from now on for all of it, and
  * the units in use are collapsed into huge pages now rather than whenever khugepaged
  * comes by (under a memory limit, the dense ones only). Not near a memory limit
- * (limits.c): the promotion waits until the heap is far from it again. Runs after an
+ * (near_limit.c): the promotion waits until the heap is far from it again. Runs after an
  * allocation, without the lock; so does the look at the limit. */
 void maybe_promote(void)
 {

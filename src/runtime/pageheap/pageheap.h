@@ -196,7 +196,7 @@ static inline struct span *span_at(uintptr_t a)
 
 void pages_lock(void);
 void pages_unlock(void);
-/* Whether the heap is near a memory cgroup's limit (limits.c): no new memory of the
+/* Whether the heap is near a memory cgroup's limit (near_limit.c): no new memory of the
  * runtime's goes on THP. */
 bool pages_near_limit(void);
 void pages_stats(struct rt_stats *st);

@@ -554,7 +554,7 @@ void pages_free(struct span *s)
 		return;
 	}
 	/* Near a memory limit, the run's pages go back to the kernel as they are freed:
-	 * before the lock, while they are still the caller's (limits.c). */
+	 * before the lock, while they are still the caller's (near_limit.c). */
 	if (s->kind != SPAN_LARGE && atomic_load_explicit(&pg.near, memory_order_relaxed))
 		limits_give_back(s->start, s->npages);
 	pthread_mutex_lock(&pg.lock);

@@ -102,7 +102,7 @@ struct pages {
 	bool small_first;
 	_Atomic bool promoted, promote_pending;
 	_Atomic uint64_t dense_at; /* when auto last looked whether the heap is dense */
-	/* Near a memory limit (limits.c): no empty units kept, units on base pages
+	/* Near a memory limit (near_limit.c): no empty units kept, units on base pages
 	 * (range_advice, back_units), the pages runs free given back. */
 	_Atomic bool near;
 	_Atomic size_t dense_units; /* the units on base pages when it last looked on growth */
@@ -203,7 +203,7 @@ void release_units(const struct release *rel);
 void release_units_locked(const struct release *rel);
 bool mapping_unit_freed(size_t u, struct release *rel);
 void release_emptied(size_t u, size_t n);
-/* limits.c */
+/* near_limit.c */
 void limits_init(void);
 void limits_tick(void);
 bool limits_on(void);

@@ -1,4 +1,4 @@
-/* promote.c - the promote variant: a kernel running plain, promoted in the middle of its run. */
+/* variant_promote.c - the promote variant: a kernel running plain, promoted in the middle of its run. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* promote.c - superpage promote: collapse the memory of running processes onto huge pages, once or on watch. */
+/* promote_cmd.c - superpage promote: collapse the memory of running processes onto huge pages, once or on watch. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>

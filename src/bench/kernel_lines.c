@@ -1,4 +1,4 @@
-/* lines.c - the kernels' output read: their result lines and memory lines. */
+/* kernel_lines.c - the kernels' output read: their result lines and memory lines. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

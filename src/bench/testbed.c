@@ -1,4 +1,4 @@
-/* machine.c - the machine a bench runs on: what it offers, what it is, its memory warmed before runs. */
+/* testbed.c - the machine a bench runs on: what it offers, what it is, its memory warmed before runs. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>

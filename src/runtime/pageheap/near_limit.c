@@ -1,4 +1,4 @@
-/* limits.c - the page heap near a memory limit: the memory cgroup's room read at
+/* near_limit.c - the page heap near a memory limit: the memory cgroup's room read at
  * start and again as the heap grows; near the limit the heap keeps no empty unit,
  * makes no new unit huge and gives back the free pages of its units, so that a
  * program that fits under the limit plain fits under superpage run.

@@ -1,4 +1,4 @@
-/* syscall.c - libc's syscall() as the program calls it: the mapping calls it makes
+/* libc_syscall.c - libc's syscall() as the program calls it: the mapping calls it makes
  * through it (SBCL maps its heap with syscall(SYS_mmap, ...)) go to the runtime's
  * mmap, munmap, mprotect, madvise and mremap, as if it had called those, so that
  * memory of the heap's range is never unmapped or changed behind the runtime's back;

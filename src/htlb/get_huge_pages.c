@@ -1,4 +1,4 @@
-/* alloc.c - get_huge_pages(3) and get_hugepage_region(3) on sp_alloc: strict hugetlb of
+/* get_huge_pages.c - get_huge_pages(3) and get_hugepage_region(3) on sp_alloc: strict hugetlb of
  * the default size, or superpage's ladder below it (GHR_FALLBACK), the start moved by
  * a cache line into the slack (GHR_COLOR); and their frees. */
 #include <errno.h>
