@@ -20,15 +20,9 @@
 /* ---------- start ---------- */
 
 static struct {
-	struct sp_options options;
 	pthread_once_t once;
 	_Atomic int ready;           /* 1: serving, -1: could not start */
 } life = { .once = PTHREAD_ONCE_INIT };
-
-const struct sp_options *rt_options(void)
-{
-	return &life.options;
-}
 
 static void warn_option(const char *msg, void *arg)
 {
@@ -42,10 +36,10 @@ static void warn_option(const char *msg, void *arg)
  * caches, the page heap's range, then the live account's page. */
 static void start(void)
 {
-	sp_options_from_env(&life.options, warn_option, NULL);
+	rt_options_read(warn_option);
 	classes_init();
 	fit_init();
-	if (!malloc_init() || pages_init(&life.options) < 0) {
+	if (!malloc_init() || pages_init(rt_options()) < 0) {
 		atomic_store(&life.ready, -1);
 		rt_say("cannot set up the heap (no address space or memory left: ulimit -v?): "
 		       "every malloc of this program fails");

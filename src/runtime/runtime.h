@@ -10,8 +10,11 @@
 
 #include "superpage.h"
 
-/* The options, read once from SUPERPAGE_* at the first malloc (or the constructor). */
+/* The options (runtime.c), read once from SUPERPAGE_* by rt_options_read at the
+ * heap's start (life.c: the first malloc, or the constructor); what cannot be used
+ * is handed to warn. */
 const struct sp_options *rt_options(void);
+void rt_options_read(sp_warn_fn warn);
 
 /* Counters of the runtime, for the report at exit and for tests. */
 struct rt_stats {

@@ -4,9 +4,7 @@
 
 #include "bits.h"
 #include "internal.h"
-#include "life.h"
 #include "malloc/malloc.h"
-#include "program/program.h"
 #include "units.h"
 
 /* The lock spins a little before it sleeps: with two threads growing strings by
@@ -184,8 +182,6 @@ void pages_stats(struct rt_stats *st)
 {
 	st->small_mmaps = atomic_load(&pg.st.small_mmaps);
 	st->large_mmaps = atomic_load(&pg.st.large_mmaps);
-	pack_stats(&st->packed, &st->packed_collapsed, &st->packed_refused);
-	fork_stats(st);
 	limits_stats(st);
 	pthread_mutex_lock(&pg.lock);
 	memcpy(st->units, pg.st.units, sizeof st->units);

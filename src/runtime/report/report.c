@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "life.h"
 #include "report.h"
 
 #define REPORT_MAX 4096  /* the whole account: one write, so lines of processes do not mix */
@@ -53,6 +54,10 @@ static void account_read(struct account *a)
 		a->comm[0] = 0;
 	a->comm[16] = 0;
 	rt_stats_get(&a->st);
+	if (rt_ready()) {
+		pack_stats(&a->st.packed, &a->st.packed_collapsed, &a->st.packed_refused);
+		fork_stats(&a->st);
+	}
 	rt_shm_stats_get(&a->shm);
 	rt_text_stats_get(&a->text);
 	rt_stack_stats_get(&a->stacks);

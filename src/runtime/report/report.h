@@ -3,10 +3,10 @@
 #ifndef SP_REPORT_H
 #define SP_REPORT_H
 
-#include "out.h"
 #include "pageheap/pageheap.h"
 #include "program/program.h"
 #include "runtime.h"
+#include "say/out.h"
 
 #pragma GCC visibility push(hidden)
 
