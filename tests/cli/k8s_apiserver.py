@@ -206,6 +206,8 @@ def main():
         sys.exit("k8s_apiserver.py: VERSION is vMAJOR.MINOR.PATCH, not %r" % version)
     with open(swagger) as f:
         spec = json.load(f)
+    if not isinstance(spec, dict) or "definitions" not in spec or "paths" not in spec:
+        sys.exit("k8s_apiserver.py: %s has no definitions or paths: not an OpenAPI v2 document" % swagger)
     try:
         v2 = document(spec)
     except ValueError as e:
