@@ -75,11 +75,26 @@ prep_cpython_fork() {
 	need /usr/lib/python3.11/test/test_os.py libpython3.11-testsuite || prep_skip "$skip_reason"
 }
 
+# Where the tracebacks in a module's stderr (faulthandler's, at regrtest's timeout or a
+# fatal signal) were, a thread each that was in a test: the test's method with its file
+# and line (two classes may have a method of one name) and the innermost frame, where
+# the thread waited: "test_x (_test_m.py:502; at popen_fork.py:27 poll)".
+cpython_where() { # err
+	awk '/^(Current thread|Thread) 0x/ { n++; next }
+		match($0, /^  File ".*", line [0-9]+ in /) {
+			f = $0; sub(/^  File "/, "", f); sub(/", line .*/, "", f); sub(/.*\//, "", f)
+			l = $0; sub(/.*", line /, "", l); fn = l; sub(/ in .*/, "", l); sub(/^[0-9]+ in /, "", fn)
+			if (!(n in at)) at[n] = f ":" l " " fn
+			if (fn ~ /^test_/ && !(n in t)) t[n] = fn " (" f ":" l
+		}
+		END { for (i = 0; i <= n; i++) if (i in t) printf "%s; at %s) ", t[i], at[i] }' "$1" 2>/dev/null
+}
+
 # A module's failed cases (or where it hung), one line at the end of its stderr for
 # the verdict to show.
 cpython_why() { # module status
 	local why in
-	in=$(grep -oE 'in test_[A-Za-z0-9_]+$' "$rdir/$1.err" | cut -c 4- | sort -u | tr '\n' ' ' || true)
+	in=$(cpython_where "$rdir/$1.err")
 	if grep -q '^Timeout (' "$rdir/$1.err" 2>/dev/null; then
 		why="$1: regrtest's --timeout, in: $in"
 	elif [ "$2" -gt 128 ]; then
