@@ -1,5 +1,5 @@
 # Makefile - builds libsuperpage, the superpage CLI and its bench, the tests and the first benchmark.
-# make | make check [SANITIZE=1] | make bench | make install PREFIX=... DESTDIR=... | make deb
+# make | make check [SANITIZE=1] | make bench (writes doc/BENCHMARKS.md) | make install PREFIX=... DESTDIR=... | make deb
 
 SHELL := /bin/bash
 
@@ -286,12 +286,21 @@ check: tests
 check-unit: $(UNIT_BIN)
 	@bash tests/run.sh $(B) unit
 
-# The main job: every kernel under each backing, pools set up for it and put back.
+# The main job: every kernel under each backing, pools set up for it and put back; the
+# results, the machine and the date go to doc/BENCHMARKS.md (bench/benchmarks.py).
 bench: all kernels unhardened $(B)/tests/runtime/common/gups_malloc $(B)/tests/runtime/common/sweep
 	@mkdir -p $(B)/bench
 	set -o pipefail; $(CLI) bench --quick --setup-pools --json $(B)/bench/report.json \
 		--csv $(B)/bench/report.csv --svg $(B)/bench/report.svg | tee $(B)/bench/report.txt
 	set -o pipefail; bash bench/compare.sh $(B) --quick | tee $(B)/bench/malloc.txt
+	$(CLI) status --json >$(B)/bench/status.json
+	cp $(B)/bench/report.svg doc/bench.svg
+	python3 bench/benchmarks.py --json $(B)/bench/report.json --text $(B)/bench/report.txt \
+		--malloc $(B)/bench/malloc.txt --status $(B)/bench/status.json --svg bench.svg \
+		--command 'make bench' --command '# which runs:' \
+		--command '$(CLI) bench --quick --setup-pools --json $(B)/bench/report.json ...' \
+		--command 'bash bench/compare.sh $(B) --quick' --out doc/BENCHMARKS.md
+	@echo "bench: wrote doc/BENCHMARKS.md and doc/bench.svg"
 
 # The command and the runtime with the hardening compiled out, beside the build, for
 # bench/compare.sh's row of what the hardening costs.
