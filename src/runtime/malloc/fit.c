@@ -1,10 +1,10 @@
 /* fit.c - blocks above 4 KiB and below 128 KiB, fitted to 64 bytes: best fit over
  * chunks of pages that grow and shrink with their use. Size classes (8 per doubling
  * above 8 KiB) rounded such a block up by up to 12.5%, and where few blocks of a size
- * lived most of each class's span of 8 stayed unused: 1.13x glibc's memory for blocks
- * of 8 KiB + 1 B. Here any free block serves any size it holds, neighbours join, and
- * a chunk's pages come from the page heap and go back to it (runs.c), so a chunk lies
- * on huge pages with its neighbours.
+ * lived most of each class's span of 8 stayed unused, so such blocks took well over
+ * glibc's memory. Here any free block serves any size it holds, neighbours join, and a
+ * chunk's pages come from the page heap and go back to it (runs.c), so a chunk lies on
+ * huge pages with its neighbours.
  *
  * No record of the arena's is in the blocks: a write after free cannot mislead it.
  * A chunk's metadata is a mapping of its own with, per page, the block in use that
@@ -127,11 +127,10 @@ _Static_assert(FIT_MAX <= (1ul << (11 + GRAIN_SHIFT)) && (11 - 6) * 8 + 1 < CACH
 _Static_assert((FIT_MAX >> GRAIN_SHIFT) + (FIT_MAX >> GRAIN_SHIFT) / 8 + 1 < INT16_MAX,
 	       "a fitted block's grains, and an eighth more, are a 16-bit lane");
 #define CACHE_WAYS 8
-/* (bench/kernels/malloc mixed's fitted mallocs that missed the cache and went to the
- * arena: 12% with 2 MiB, where nearly every freed block that did not stay in the
- * cache found it full of bytes; 5.9% with 3 MiB, which ran it 1.015x (2 threads) and
- * 1.032x (1 thread) as fast; 4.6% with 4 MiB. A thread may hold all of it while
- * others need memory, so every thread pays for it.) */
+/* (3 MiB: with less, a freed block that does not stay in the cache mostly finds it full
+ * of bytes and goes to an arena, under its lock; with more, few more stay out of the
+ * arena. A thread may hold all of it while others need memory, so every thread pays for
+ * it.) */
 #define CACHE_BYTES ((uint64_t)3 << 20)
 
 struct fit_cache {

@@ -232,9 +232,8 @@ static __attribute__((noinline)) void *small_refill(unsigned cls)
  * (small_refill then aborts). The object is checked before it is read or given out
  * (link_plausible, malloc.h), not each link as it is read: the same safety (what a
  * write after free put in a link is refused before anything is taken from it), and
- * the test for an empty list is the check's own. Checking the link read, with its
- * test for the list's end, ran bench/kernels/malloc larson (1 thread) at 0.84x the
- * speed of the cache without links mangled; checking the object, 0.92x. */
+ * the test for an empty list is the check's own. One check per object taken, not one
+ * per link read: this pop is malloc's hottest path. */
 static inline void *tc_pop_at(size_t at)
 {
 	tc_here *t = TC_HERE;

@@ -1,10 +1,10 @@
 /* sizeclass.c - the small size classes: 16-byte steps to 1 KiB, 64 classes per
- * doubling to 4 KiB, 32 to 8 KiB (at most 1.6% rounding to 4 KiB, 3% above: blocks
- * of 513 B and 2 KiB + 1 B were 1.05x and 1.03x glibc's memory with half as many),
- * and 8 per doubling to 64 KiB (at most 12.5%: a class's span holds at least 8
- * objects, and 32 classes per doubling left most of those spans mostly empty; malloc
- * fits blocks above 4 KiB to 64 bytes instead, fit.c, and these serve memalign);
- * spans sized so that little is left over. */
+ * doubling to 4 KiB, 32 to 8 KiB (at most 1.6% rounding to 4 KiB, 3% above: with half
+ * as many classes a block just past a class, 513 B or 2 KiB + 1 B, took clearly more
+ * than glibc's memory), and 8 per doubling to 64 KiB (at most 12.5%: a class's span
+ * holds at least 8 objects, and 32 classes per doubling left most of those spans mostly
+ * empty; malloc fits blocks above 4 KiB to 64 bytes instead, fit.c, and these serve
+ * memalign); spans sized so that little is left over. */
 #include "malloc/malloc.h"
 #include "pageheap/pageheap.h"
 
@@ -63,10 +63,9 @@ void classes_init(void)
 		 * above 8 KiB (batches of one object cost a lock taken and let go for one
 		 * in every two mallocs and frees of the class). The more objects a batch
 		 * has, the fewer times a thread's cache of a class fills or empties: at
-		 * random mallocs and frees, a quarter as often at twice the batch. Against
-		 * 8 KiB, bench/kernels/malloc ran mixed 1.06x and larson 1.37x as fast
-		 * with 2 threads (the central lists and the page heap are what threads
-		 * share), mixed 1.01x with 1. */
+		 * random mallocs and frees, a quarter as often at twice the batch. That
+		 * counts most with several threads, which share the central lists and
+		 * the page heap. */
 		size_t b = 16384 / s;
 		class_batches[c] = (unsigned char)(b < 2 ? 2 : b > 255 ? 255 : b);
 	}

@@ -254,9 +254,9 @@ static size_t stretch_from(size_t p, enum tier t)
 
 /* Best fit among the free pages of tier t's units: the first page of the shortest
  * stretch of them (across unit boundaries) that holds np pages, or SIZE_MAX. Walks
- * the units with free pages only. With the free tails and heads of units taken as they
- * came (find_place), the sweep's mixed heap ended at 1.061x glibc's memory; with the
- * best of all stretches, at 1.038x. Under the lock. */
+ * the units with free pages only. The best of all stretches, not the first free tail or
+ * head that holds it (find_place): it leaves fewer units partly used, so less memory
+ * resident. Under the lock. */
 static size_t best_hole(size_t np, enum tier t, bool *foreign_out)
 {
 	size_t best = SIZE_MAX, best_len = SIZE_MAX;

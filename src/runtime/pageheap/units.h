@@ -15,12 +15,8 @@ enum unit_state { U_FREE = 0, U_HEAP, U_LARGE, U_RELEASING };
 #define NO_BUCKET 0xff
 /* What a HEAP unit's runs hold: blocks and the program's small mappings, or spans of
  * small objects and fitted chunks. Tiers never share a unit: a span of objects
- * placed beside a block held the block's unit resident after the block was freed (the
- * sweep's mixed heap ended with 15.5 MiB free inside units, half of it in units that
- * such spans held). Chunks beside blocks did the same: over 24 draws of the mixed
- * heap, 1.064x glibc's memory on average with them there, 1.054x with them beside
- * the objects (draw 0 1.038x, 1.029x; draw 8, with 10 chunks of 64 pages each
- * holding a unit of blocks, 1.122x, 1.099x). */
+ * placed beside a block held the block's unit resident after the block was freed, and
+ * so did a chunk of fitted blocks: both live with the objects. */
 enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, NTIER };
 #define GIGA_UNITS ((size_t)1 << (30 - UNIT_SHIFT)) /* units in a 1 GiB page */
 /* auto starts the heap on base pages and puts it on THP once it is big enough for
@@ -30,17 +26,13 @@ enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, NTIER };
 /* ... or, from DENSE_UNITS on, once its units are resident on base pages but for an
  * eighth of their pages: a heap that churns touches what it is given, and one that
  * grows fast is better on THP from its start (a unit faulted in at 4 KiB and then
- * collapsed costs twice). 6 MiB: the mixed malloc kernel (bench/kernels/malloc, 2
- * threads), a heap of 17 units grown in 70 ms, ran at 0.78x mimalloc's speed when
- * it went on THP at 16 MiB and a 16th, 0.92-1.01x with this or a quarter
- * (compare.sh, on a noisy host), 1.03x on THP from its start. git fast-import's heap,
- * 3 units 60-97% not resident, stays on base pages; git gc --aggressive's peaked at
- * 23.8 MB on base pages, 28.1 MB when it went over (it did in 1 run of 3; with a
- * quarter, in both runs measured; 19.2 MB plain). Auto looks every DENSE_NS, and
- * whenever the heap has more units on base pages than it had when it last looked
- * (backing.c), not counting the pages not given out yet: the mixed kernel on 2
- * threads then went over at 3 units, not 8, and ran at 0.98x its speed on THP from
- * the start, not 0.95x (medians of 6 alternating 0.5 s runs). */
+ * collapsed costs twice). 6 MiB and an eighth: a heap that grows fast (the mixed malloc
+ * kernel on 2 threads) goes over within its first units, while a sparse one (git
+ * fast-import's, most of its pages never touched) stays on base pages, where THP would
+ * make every unit resident whole; a quarter took more sparse heaps over. Auto looks
+ * every DENSE_NS, and whenever the heap has more units on base pages than it had when
+ * it last looked (backing.c), not counting the pages not given out yet: a heap that
+ * grows faster than the clock is seen as it grows. */
 #define DENSE_UNITS 3
 #define DENSE_NS 10000000ull /* 10 ms */
 
@@ -120,10 +112,9 @@ static inline bool is_hugetlb(uint8_t backing)
 /* Whether unit u's pages were last another thread's than slot me's (0: none, which
  * has no other): their lines are likely still in that thread's core's caches, and
  * every line this thread writes is fetched from there first. Runs and units go
- * where they are not, where there is a choice: 4 MiB written after the other core
- * wrote it took 2-2.6x as long as after this one, and under bench/kernels/malloc
- * realloc with 2 threads, 49% of the bytes of blocks over 1 MiB and 19% of those of
- * 128 KiB-1 MiB were last the other thread's (mimalloc's and jemalloc's: 0%). */
+ * where they are not, where there is a choice: writing memory another core wrote last
+ * fetches each line from that core, and two threads that realloc large blocks would
+ * otherwise often take each other's freed pages. */
 static inline bool unit_foreign(size_t u, unsigned me)
 {
 	unsigned o = pg.units[u].owner;

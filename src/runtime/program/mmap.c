@@ -39,7 +39,8 @@ static bool ours(int prot, int flags)
  * pages (Ruby's are 16 KiB, each mapped 32 KiB and trimmed to its alignment): packed
  * (pack.c), top-down as the kernel would place them, so that the part one trims is
  * the next one's. In the heap's units the trimmed parts would be holes the next page
- * cannot use (Ruby: 1.65x its memory). Smaller ones are left to the kernel. */
+ * cannot use, each one memory resident for nothing. Smaller ones are left to the
+ * kernel. */
 #define PACK_MIN ((size_t)16 << 10)
 
 /* The ends of the last mappings the runtime aligned: above each, the kernel would
