@@ -1,5 +1,5 @@
 # Makefile - builds libsuperpage, the superpage CLI and its bench, the tests and the first benchmark.
-# make | make check [SANITIZE=1] | make bench (writes doc/BENCHMARKS.md) | make install PREFIX=... DESTDIR=... | make deb
+# make | make check [SANITIZE=1] | make check-docs | make bench (writes doc/BENCHMARKS.md) | make install PREFIX=... DESTDIR=... | make deb
 
 SHELL := /bin/bash
 
@@ -286,6 +286,11 @@ check: tests
 check-unit: $(UNIT_BIN)
 	@bash tests/run.sh $(B) unit
 
+# The docs hold together: every link of the Markdown files, every path and page the man
+# pages name (tests/check_docs.py; make check runs it too, in tests/cli/test_docs.sh).
+check-docs:
+	@python3 tests/check_docs.py
+
 # The main job: every kernel under each backing, pools set up for it and put back; the
 # results, the machine and the date go to doc/BENCHMARKS.md (bench/benchmarks.py).
 bench: all kernels unhardened $(B)/tests/runtime/common/gups_malloc $(B)/tests/runtime/common/sweep
@@ -387,7 +392,7 @@ deb:
 clean:
 	rm -rf build
 
-.PHONY: all kernels unhardened tests check check-unit bench install uninstall deb clean
+.PHONY: all kernels unhardened tests check check-unit check-docs bench install uninstall deb clean
 
 # The headers each object and program was built from (-MMD), once it has been built.
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
