@@ -559,15 +559,16 @@ done
 for i in "${!NAMES[@]}"; do
 	name=${NAMES[$i]}
 	[ "${CHECKS[$i]}" = same ] || continue
-	for f in "$TMP"/run."$name".*; do
+	for f in "$TMP"/run."$name".*.out; do
 		[ -f "$f" ] || continue
 		if [ ! -f "$TMP/ref.$name" ]; then
 			echo "mbench.sh: $name: no glibc output to compare with (glibc not run or failed)" >&2
 			break
 		fi
 		cmp -s "$f" "$TMP/ref.$name" && continue
-		set -- ${f##*/run."$name".}
-		a=${1%.*} round=${1##*.}
+		x=${f##*/run."$name".}
+		x=${x%.out}
+		a=${x%.*} round=${x##*.}
 		echo "mbench.sh: $name under $a (round $round) failed: its output differs from glibc's" >&2
 		awk -v n="$name" -v a="$a" -v r="$round" '$1 == r && $2 == n && $3 == a { $6 = "FAIL" } { print }' \
 			"$RES" >"$RES.new" && mv "$RES.new" "$RES"
@@ -575,5 +576,8 @@ for i in "${!NAMES[@]}"; do
 	done
 done
 
-echo "$HEAD, ended $(date -u '+%H:%M UTC')"
+end="ended $(date -u '+%Y-%m-%d %H:%M UTC')"
+[ -n "$OUT" ] && echo "# $end" >>"$OUT"
+echo "$HEAD"
+echo "$end"
 report
