@@ -400,7 +400,7 @@ pool_sampler() {
 		read -r t <"$POOL_DIR/nr_hugepages"
 		read -r f <"$POOL_DIR/free_hugepages"
 		read -r r <"$POOL_DIR/resv_hugepages"
-		u=$((t - f + r))
+		u=$((${t:-0} - ${f:-$t} + ${r:-0}))
 		if [ $u -gt $max ]; then
 			max=$u
 			echo "$max" >"$out"
