@@ -319,6 +319,15 @@ compat: all
 
 .PHONY: compat
 
+# Real programs' own speed (bench/real/realbench.sh --help): the quick set, or with
+# FULL=1 the full one; ROUNDS=3 for a shorter run, ONLY=redis,sqlite for a part. Writes
+# its section of doc/BENCHMARKS.md.
+realbench: all
+	@bash bench/real/realbench.sh $(if $(FULL),--full) $(if $(ROUNDS),--rounds $(ROUNDS)) \
+		$(if $(ONLY),--only $(ONLY)) $(if $(NOTE),--note "$(NOTE)") $(B)
+
+.PHONY: realbench
+
 install: all kernels
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7 \
