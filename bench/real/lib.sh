@@ -1,4 +1,5 @@
 # lib.sh - helpers of realbench.sh and its workloads (sourced).
+# shellcheck shell=bash disable=SC2034
 
 # Makes sure a command is there: installs its Debian package with apt-get when it is
 # missing and we are root (apt-get update once a run), as make compat does; otherwise

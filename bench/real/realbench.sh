@@ -25,6 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 full=0 only='' rounds=5 peers=0 backing=auto,2m work=$here/work data='' doc=$top/doc/BENCHMARKS.md
 pools=1 note='' out=''
+argv=$*
 usage() { sed -n 's/^# usage: /usage: /p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -58,6 +59,19 @@ rm -f "$out"/*.json "$out"/*.txt "$out"/*.log "$out"/*.skip
 # shellcheck source=bench/real/lib.sh
 . "$here/lib.sh"
 
+# One pool user at a time on the machine: with --setup-pools the lock is taken once for
+# the whole run (as tests/run.sh does), so no other pool user comes between two
+# workloads; each bench is told it is held (SP_POOL_LOCKED=1).
+if [ $pools = 1 ] && [ "${SP_POOL_LOCKED:-}" != 1 ] && command -v flock >/dev/null &&
+	{ [ -e /tmp/sp-pool.lock ] || : 2>/dev/null >>/tmp/sp-pool.lock; } &&
+	{ exec 9</tmp/sp-pool.lock; } 2>/dev/null; then
+	if ! flock -n 9; then
+		echo "realbench: waiting for /tmp/sp-pool.lock (another pool user runs)" >&2
+		flock 9
+	fi
+	export SP_POOL_LOCKED=1
+fi
+
 names=()
 for f in "$work"/*.sh; do
 	[ -e "$f" ] || continue
@@ -70,8 +84,7 @@ done
 [ ${#names[@]} -gt 0 ] || { echo "realbench: no workload matched" >&2; exit 2; }
 
 status=0 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-made="make realbench"
-[ $full = 1 ] && made="$made FULL=1"
+made="bench/real/realbench.sh${argv:+ $argv}"
 # The section of doc/BENCHMARKS.md, written again after each workload: a run cut short
 # leaves the table of what it finished.
 table() {

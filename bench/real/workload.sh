@@ -4,9 +4,11 @@
 # usage: bench/real/workload.sh WORKLOAD_FILE DATA_DIR
 set -u
 [ $# = 2 ] || { echo "usage: workload.sh WORKLOAD_FILE DATA_DIR" >&2; exit 2; }
+# the pool lock realbench.sh may hold on fd 9 is not for the servers started here
+exec 9<&-
 real=$(cd "$(dirname "$0")" && pwd)
 export real
-# shellcheck disable=SC1090
+# shellcheck source=bench/real/lib.sh
 . "$real/lib.sh"
 # shellcheck disable=SC1090
 . "$1"

@@ -2,6 +2,7 @@
 # RandomAccess, STREAM and FFT; judged by HPL, the others' medians beside it. Its
 # result file is its stdout (hpccoutf.txt is a link to it); HPL's residual check must
 # say PASSED in every run.
+# shellcheck shell=bash disable=SC2034,SC2154
 title='hpcc (HPL, PTRANS, RandomAccess, STREAM, FFT), N=2000'
 set=quick
 needs='hpcc:hpcc'

@@ -1,5 +1,6 @@
 # python: a pyperformance-like set written here (bench/real/pyset.py): a dict of 2M
 # entries read at random, object graph churn, nbody, json, regex, sort.
+# shellcheck shell=bash disable=SC2034,SC2154
 title='python3 set (bench/real/pyset.py)'
 set=quick
 needs='python3:python3'

@@ -1,5 +1,6 @@
 # redis: GET, SET and LRANGE_100 from redis-benchmark over 1M keys of 1 KiB (>= 1 GiB
 # of data), one server on loopback, 20 clients.
+# shellcheck shell=bash disable=SC2034,SC2154,SC2016
 title='redis GET/SET/LRANGE_100 (1M x 1 KiB)'
 set=quick
 needs='redis-server:redis-server redis-benchmark:redis-tools redis-cli:redis-tools'
@@ -25,17 +26,24 @@ for i in range(n):
 }
 
 redis_rps() { # port requests tests name: requests/s of the test named
-	redis-benchmark -p "$1" -c 20 -r "$redis_keys" -n "$2" -d 1024 -t "$3" --csv 2>/dev/null |
+	timeout 600 redis-benchmark -p "$1" -c 20 -r "$redis_keys" -n "$2" -d 1024 -t "$3" --csv 2>/dev/null |
 		awk -F'"' -v t="$4" '$2 == t || index($2, t " ") == 1 { print $4 }'
 }
 
-redis_client() { # port dir
-	local p=$1 d=$2 i get set lr v
-	unset LD_PRELOAD
-	for i in $(seq 200); do
-		redis-cli -p "$p" ping >/dev/null 2>&1 && break
+# Waits for the server to answer on port $1; fails after ~20 s without it.
+redis_up() {
+	local i
+	for i in $(seq 400); do
+		redis-cli -p "$1" ping >/dev/null 2>&1 && return 0
 		sleep 0.05
 	done
+	return 1
+}
+
+redis_client() { # port dir
+	local p=$1 d=$2 get set lr v
+	unset LD_PRELOAD
+	redis_up "$p" || return 1
 	redis_fill "$redis_keys" | redis-cli -p "$p" --pipe >"$d/fill.log" 2>&1
 	# the check: every key of the dataset is there, one read back as written (before
 	# SET overwrites them)

@@ -2,6 +2,7 @@
 # forks for a BGSAVE of 1M keys, and the peak RSS of the server and its child together
 # (the fork's copy-on-write, which THP is said to make worse).
 # shellcheck source=bench/real/work/redis.sh
+# shellcheck shell=bash disable=SC2034,SC2154
 . "$real/work/redis.sh"
 title='redis p99 during BGSAVE under write load (1M x 1 KiB)'
 metric='^bgsave: p99 ([0-9.]+) ms'
@@ -21,15 +22,12 @@ bgsave_rss() { # pid
 }
 
 bgsave_client() { # port dir server-pid
-	local p=$1 d=$2 pid=$3 i peak=0 r csv p99 cow bpid
+	local p=$1 d=$2 pid=$3 peak=0 r csv p99 cow bpid
 	unset LD_PRELOAD
-	for i in $(seq 200); do
-		redis-cli -p "$p" ping >/dev/null 2>&1 && break
-		sleep 0.05
-	done
+	redis_up "$p" || return 1
 	redis_fill "$redis_keys" | redis-cli -p "$p" --pipe >"$d/fill.log" 2>&1
 	echo "check: dbsize $(redis-cli -p "$p" dbsize)"
-	redis-benchmark -p "$p" -c 20 -r "$redis_keys" -n 300000 -d 1024 -t set --csv \
+	timeout 600 redis-benchmark -p "$p" -c 20 -r "$redis_keys" -n 300000 -d 1024 -t set --csv \
 		>"$d/load.csv" 2>/dev/null &
 	bpid=$!
 	sleep 1

@@ -1,5 +1,6 @@
 # sqlite: random point reads and range sums over a ~1 GiB database held in SQLite's
 # own page cache (python3's sqlite3), the process whose heap holds it.
+# shellcheck shell=bash disable=SC2034,SC2154
 title='SQLite point reads, 1 GiB db in its cache'
 set=quick
 needs='python3:python3'

@@ -1,5 +1,6 @@
 # xz: liblzma (python3's lzma, the library of xz) compressing 16 MiB of text-like data
 # at preset 9 (a 64 MiB dictionary, ~670 MiB of match finder).
+# shellcheck shell=bash disable=SC2034,SC2154
 title='xz -9 (liblzma) compressing 16 MiB'
 set=quick
 needs='python3:python3'
