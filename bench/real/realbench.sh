@@ -25,7 +25,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 full=0 only='' rounds=5 peers=0 backing=auto,2m work=$here/work data='' doc=$top/doc/BENCHMARKS.md
 pools=1 note='' out=''
-argv=$*
 usage() { sed -n 's/^# usage: /usage: /p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -84,7 +83,14 @@ done
 [ ${#names[@]} -gt 0 ] || { echo "realbench: no workload matched" >&2; exit 2; }
 
 status=0 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-made="bench/real/realbench.sh${argv:+ $argv}"
+# the command line, for the table (the note is in the table already)
+made=bench/real/realbench.sh
+[ $full = 1 ] && made="$made --full"
+[ -n "$only" ] && made="$made --only $only"
+[ "$rounds" != 5 ] && made="$made --rounds $rounds"
+[ "$backing" != auto,2m ] && made="$made --backing $backing"
+[ $peers = 1 ] && made="$made --peers"
+[ $pools = 0 ] && made="$made --no-pools"
 # The section of doc/BENCHMARKS.md, written again after each workload: a run cut short
 # leaves the table of what it finished.
 table() {
