@@ -13,6 +13,7 @@
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 
@@ -184,6 +185,20 @@ def render(args):
     return "\n".join(out)
 
 
+# Sections other tools write into the same file (make realbench, bench/mbench.sh), each
+# between "<!-- NAME:begin -->" and "<!-- NAME:end -->": carried over as they were.
+SECTION_RE = re.compile(r"^<!-- ([a-z]+):begin -->\n.*?^<!-- \1:end -->\n?", re.M | re.S)
+
+
+def kept_sections(path):
+    try:
+        with open(path) as f:
+            old = f.read()
+    except FileNotFoundError:
+        return ""
+    return "".join("\n" + m.group(0).rstrip("\n") + "\n" for m in SECTION_RE.finditer(old))
+
+
 def main():
     p = argparse.ArgumentParser(description="doc/BENCHMARKS.md from one make bench")
     p.add_argument("--json", required=True)
@@ -202,6 +217,7 @@ def main():
     if not args.out:
         sys.stdout.write(doc)
         return
+    doc += kept_sections(args.out)
     d = os.path.dirname(os.path.abspath(args.out))
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".benchmarks.")
     with os.fdopen(fd, "w") as f:

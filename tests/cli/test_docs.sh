@@ -102,6 +102,17 @@ if [ $rc -eq 0 ] && [ -z "$missing" ]; then
 else
 	fail benchmarks_md "exit $rc, missing:$missing $(head -c 300 "$tmp/err")"
 fi
+# Another tool's marked section (make realbench's) outlives a new make bench.
+printf 'old text\n<!-- realbench:begin -->\nREAL TABLE\n<!-- realbench:end -->\nafter\n' >"$tmp/K.md"
+python3 "$top/bench/benchmarks.py" --json "$tmp/report.json" --text "$tmp/report.txt" \
+	--out "$tmp/K.md" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -qx 'REAL TABLE' "$tmp/K.md" && grep -qx '<!-- realbench:end -->' "$tmp/K.md" &&
+	! grep -qx 'old text' "$tmp/K.md" && grep -qF 'make bench' "$tmp/K.md"; then
+	pass benchmarks_md_sections "a marked section kept, the rest written anew"
+else
+	fail benchmarks_md_sections "exit $rc: $(head -c 300 "$tmp/K.md")"
+fi
 # A report it cannot read leaves the old file as it was.
 echo old >"$tmp/keep.md"
 python3 "$top/bench/benchmarks.py" --json "$tmp/none.json" --text "$tmp/report.txt" \
