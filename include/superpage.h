@@ -356,6 +356,60 @@ int sp_run_page_new(void **page);
 /* What process pid wrote in page: 0; -ENOENT if it wrote nothing. */
 int sp_run_page_read(const void *page, pid_t pid, struct sp_run_report *out);
 
+/* ---------- superpage run's watch: a program it cannot preload, kept promoted ---------- */
+
+/* Why superpage run watches a program instead of preloading the runtime into it (the
+ * names are a contract: --stats, stat --json). */
+enum sp_watch_why {
+	SP_WATCH_STATIC = 0,      /* statically linked: no loader reads LD_PRELOAD */
+	SP_WATCH_LIBC,            /* its loader is another libc's (musl...): the runtime is glibc's */
+	SP_WATCH_CLASS,           /* a program of another word size than the runtime's */
+	SP_WATCH_WHY_COUNT
+};
+const char *sp_watch_why_name(enum sp_watch_why w); /* "static", "libc", "class" */
+
+#define SP_WATCH_MAX 48
+/* A process the watch reaches: the program, or one it started. */
+struct sp_watch_proc {
+	pid_t pid;
+	uint64_t start_time;      /* when it started (/proc/PID/stat): a pid used again is
+	                             another process */
+	uint32_t rounds;          /* passes over it */
+	int fatal;                /* its last pass's refusal for the whole process (-errno) */
+	bool gone;                /* it ended */
+	uint64_t collapsed_bytes; /* put on 2 MiB pages, all its passes */
+	uint64_t rss_bytes, huge_bytes; /* as its last pass left it */
+	uint64_t last_ns;         /* CLOCK_MONOTONIC of its last pass */
+};
+/* What superpage run publishes of its watch while it runs. */
+struct sp_watch {
+	pid_t watcher;            /* superpage run */
+	pid_t root;               /* the program it started */
+	enum sp_watch_why why;
+	enum sp_backing asked;    /* the backing asked for (2m, 1g: fallen to THP) */
+	uint64_t rounds;          /* rounds over all its processes */
+	uint64_t interval_ns;     /* the pause before the next round */
+	uint64_t budget_bytes;    /* promote's budget per pass (0: none) */
+	double budget_share;
+	uint64_t at_ns;           /* CLOCK_MONOTONIC when published */
+	uint64_t age_ns;          /* (sp_watch_find) how long ago that was */
+	int n;                    /* procs in use */
+	uint32_t left_out;        /* processes found beyond SP_WATCH_MAX, not watched */
+	struct sp_watch_proc procs[SP_WATCH_MAX];
+};
+/* The watcher's page (a memfd named "superpage-watch", mapped privately): NULL if it
+ * cannot be had. */
+void *sp_watch_page_new(void);
+/* Publishes *w in the page. */
+void sp_watch_put(void *page, const struct sp_watch *w);
+/* The watch that reaches process pid, from a superpage run among its ancestors: 0
+ * with *index its entry in out->procs; -ENOENT if no watch reaches it; -EACCES or
+ * -EPERM if a watcher's memory cannot be read. */
+int sp_watch_find(pid_t pid, struct sp_watch *out, int *index);
+/* Process pid's parent and start time (/proc/PID/stat fields 4 and 22): 0, -ESRCH
+ * if it is gone, -EPROTO if the file is not what it should be. */
+int sp_proc_parent(pid_t pid, pid_t *ppid, uint64_t *start_time);
+
 /* ---------- the machine at once: every process, every cgroup ---------- */
 
 /* How a process's huge bytes are counted: PAGEMAP_SCAN (Linux 6.7: the page tables'

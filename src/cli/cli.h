@@ -73,9 +73,21 @@ int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **
  * names cmd ("run", "cdi"). */
 int cli_find_runtime(const char *cmd, char *out, size_t len);
 
-/* superpage run: one line when CMD will not get the runtime (a static, setuid or
- * foreign program); it runs all the same (image.c). */
-void cli_say_image(const char *cmd);
+/* What superpage run is about to exec (image.c): a program the runtime can be
+ * preloaded into (or one that cannot be read: it is tried), a set-id one the loader
+ * will not preload into, or one to watch instead (static, another libc, another word
+ * size). */
+enum cli_image_how { CLI_IMAGE_PRELOAD = 0, CLI_IMAGE_SECURE, CLI_IMAGE_WATCH };
+struct cli_image {
+	enum cli_image_how how;
+	enum sp_watch_why why;          /* CLI_IMAGE_WATCH: why */
+	char what[2 * 4096 + 128];      /* "PATH is statically linked", "PATH is run by
+	                                   INTERP, which is setuid" ("" to preload) */
+	const char *tail;               /* after the line's verdict, or NULL */
+};
+void cli_image_of(const char *cmd, struct cli_image *img);
+/* One line: CMD runs without superpage (img not CLI_IMAGE_PRELOAD). */
+void cli_say_image(const struct cli_image *img);
 
 /* "64.0 MiB", "512 B", "1.0 GiB": for amounts of memory. */
 const char *cli_human(uint64_t bytes, char *buf, size_t len);
@@ -130,8 +142,46 @@ void promote_print_json(const struct sp_promote_result *r, const char *comm, boo
 			int round);
 /* The one-line error for a process that cannot be promoted at all (err: sp_promote's
  * -errno), with its cause as /proc tells it: a kernel thread, another owner, a
- * security policy (promote_why.c); its exit status. */
-int promote_say_fatal(pid_t pid, int err);
+ * security policy (promote_why.c); cmd ("promote", "run") begins it. Its exit status. */
+int promote_say_fatal(const char *cmd, pid_t pid, int err);
+
+/* A process promote passes over again and again (promote_pass.c): what the kernel
+ * refused for good is not asked again. */
+struct promote_target {
+	pid_t pid;
+	bool alive;
+	bool missing;             /* no such process at the first round */
+	bool promoted;            /* some pass collapsed something, or had nothing to do */
+	int n_avoid;
+	struct sp_promote_skip avoid[SP_PROMOTE_MAX_SKIPS];
+};
+/* One pass (sp_promote with t's ranges to avoid; o's avoid list is its own after):
+ * its value. */
+int promote_pass(struct promote_target *t, struct sp_promote_options *o,
+		 struct sp_promote_result *r);
+/* --budget SIZE|PCT ("512M", "25%") into o: 0 or -EINVAL. */
+int cli_parse_budget(const char *s, struct sp_promote_options *o);
+
+/* superpage run on a program it cannot preload (run_watch.c): promote's passes over
+ * it and the processes it starts, round after round, published for superpage stat. */
+struct run_watch_setup {
+	enum sp_watch_why why;
+	enum sp_backing asked;               /* the backing asked for */
+	struct sp_promote_options promote;   /* promote's defaults and the budget given */
+	int verbose;                         /* > 0: a line for each pass that collapses */
+};
+/* Starts the watch of root (it has executed the program); stop is set when root ends
+ * (a pass under way stops). */
+void run_watch_begin(pid_t root, const struct run_watch_setup *s, volatile int *stop);
+/* One round over every process watched, new ones found first: the pause before the
+ * next, in ns (short after work, doubling while there is none). */
+uint64_t run_watch_round(void);
+/* --stats, once root has ended with status: the account of each process the watch
+ * reached, a line of JSON appended to file, or a line on stderr (file NULL). */
+void run_watch_accounts(int status, const char *file);
+
+/* Appends len bytes to file in one write (a line of an account): 0 or -errno. */
+int cli_append(const char *file, const char *buf, size_t len);
 
 /* ---------- containers (container.c) ---------- */
 

@@ -1,4 +1,4 @@
-/* image.c - what superpage run is about to exec: found on PATH, an ELF of this machine, dynamic, not set-id. */
+/* image.c - what superpage run is about to exec: found on PATH, an ELF of this machine, dynamic with glibc's loader, not set-id. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +37,8 @@ static bool resolve(const char *cmd, char *out, size_t len)
 	}
 }
 
-enum image { IMAGE_UNKNOWN, IMAGE_DYNAMIC, IMAGE_STATIC, IMAGE_OTHER_CLASS, IMAGE_SCRIPT };
+enum image { IMAGE_UNKNOWN, IMAGE_DYNAMIC, IMAGE_STATIC, IMAGE_OTHER_CLASS, IMAGE_OTHER_LIBC,
+	     IMAGE_SCRIPT };
 
 #if __SIZEOF_POINTER__ == 8
 #define NATIVE_CLASS ELFCLASS64
@@ -45,10 +46,23 @@ enum image { IMAGE_UNKNOWN, IMAGE_DYNAMIC, IMAGE_STATIC, IMAGE_OTHER_CLASS, IMAG
 #define NATIVE_CLASS ELFCLASS32
 #endif
 
-/* Does the ELF file have a PT_INTERP (a dynamic loader that will read LD_PRELOAD)? */
-static enum image elf_kind(int fd, const unsigned char *id)
+/* Whether a program's loader is glibc's (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1,
+ * ld64.so.2, ld.so.1), which reads LD_PRELOAD and runs a runtime built against glibc;
+ * musl's (ld-musl-x86_64.so.1) and others would load it against their own libc. */
+static bool glibc_loader(const char *interp)
 {
-	uint64_t phoff;
+	const char *base = strrchr(interp, '/');
+
+	base = base ? base + 1 : interp;
+	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld64.so.", 8) ||
+	       !strncmp(base, "ld.so.", 6);
+}
+
+/* Does the ELF file have a PT_INTERP (a dynamic loader that will read LD_PRELOAD)?
+ * loader: its path, for a dynamic program. */
+static enum image elf_kind(int fd, const unsigned char *id, char *loader, size_t len)
+{
+	uint64_t phoff, off, size;
 	unsigned phnum, phentsize, type;
 	bool wide = id[EI_CLASS] == ELFCLASS64;
 	union {
@@ -74,13 +88,22 @@ static enum image elf_kind(int fd, const unsigned char *id)
 
 		if (pread(fd, &u, want, (off_t)(phoff + (uint64_t)k * phentsize)) != (ssize_t)want)
 			return IMAGE_UNKNOWN;
-		if ((wide ? u.p64.p_type : u.p32.p_type) == PT_INTERP)
-			return id[EI_CLASS] == NATIVE_CLASS ? IMAGE_DYNAMIC : IMAGE_OTHER_CLASS;
+		if ((wide ? u.p64.p_type : u.p32.p_type) != PT_INTERP)
+			continue;
+		if (id[EI_CLASS] != NATIVE_CLASS)
+			return IMAGE_OTHER_CLASS;
+		off = wide ? u.p64.p_offset : u.p32.p_offset;
+		size = wide ? u.p64.p_filesz : u.p32.p_filesz;
+		if (size == 0 || size >= len || pread(fd, loader, size, (off_t)off) != (ssize_t)size)
+			return IMAGE_DYNAMIC; /* (unreadable: as before, preloaded) */
+		loader[size] = 0;
+		return glibc_loader(loader) ? IMAGE_DYNAMIC : IMAGE_OTHER_LIBC;
 	}
 	return IMAGE_STATIC;
 }
 
-/* What the file is; for a script, *interp is its interpreter. */
+/* What the file is; for a script, *interp is its interpreter; for a dynamic program,
+ * its loader. */
 static enum image image_kind(const char *path, char *interp, size_t len)
 {
 	unsigned char head[256];
@@ -92,7 +115,7 @@ static enum image image_kind(const char *path, char *interp, size_t len)
 		return IMAGE_UNKNOWN;
 	n = read(fd, head, sizeof head - 1);
 	if (n >= EI_NIDENT && !memcmp(head, ELFMAG, SELFMAG)) {
-		kind = elf_kind(fd, head);
+		kind = elf_kind(fd, head, interp, len);
 	} else if (n > 2 && head[0] == '#' && head[1] == '!') {
 		char *s = (char *)head + 2;
 
@@ -122,39 +145,60 @@ static const char *secure_exec(const char *path)
 	return NULL;
 }
 
-/* One line when CMD will not get the runtime: a static, setuid or foreign program
- * (or a script run by one: the kernel ignores setuid on scripts). It runs all the same. */
-void cli_say_image(const char *cmd)
+void cli_image_of(const char *cmd, struct cli_image *img)
 {
-	char path[PATH_MAX], interp[PATH_MAX] = "", unused[8];
+	char path[PATH_MAX], interp[PATH_MAX] = "", loader[PATH_MAX] = "";
 	const char *why, *by = NULL, *exe;
 	enum image kind;
 
+	memset(img, 0, sizeof *img);
 	if (!resolve(cmd, path, sizeof path))
 		return;
 	kind = image_kind(path, interp, sizeof interp);
+	if (kind == IMAGE_DYNAMIC || kind == IMAGE_OTHER_LIBC)
+		snprintf(loader, sizeof loader, "%s", interp);
 	if (kind == IMAGE_SCRIPT) {
 		if (interp[0] != '/')
 			return;
 		by = interp;
-		kind = image_kind(interp, unused, sizeof unused);
+		kind = image_kind(interp, loader, sizeof loader);
 	}
 	exe = by ? by : path;
+	int n = by ? snprintf(img->what, sizeof img->what, "%s is run by %s, which is ", path, by)
+		   : snprintf(img->what, sizeof img->what, "%s is ", path);
+	char *at = img->what + (n > 0 && (size_t)n < sizeof img->what ? n : 0);
+	size_t room = sizeof img->what - (size_t)(at - img->what);
 	if ((why = secure_exec(exe))) {
-		if (by)
-			cli_warn("%s is run by %s, which is %s: it runs without superpage", path, by, why);
-		else
-			cli_warn("%s is %s: it runs without superpage (the loader ignores LD_PRELOAD "
-				 "for it)", path, why);
-	} else if (kind == IMAGE_STATIC) {
-		if (by)
-			cli_warn("%s is run by %s, which is statically linked: it runs without superpage",
-				 path, by);
-		else
-			cli_warn("%s is statically linked: it runs without superpage", path);
-	} else if (kind == IMAGE_OTHER_CLASS) {
-		cli_warn("%s is a %d-bit program and the runtime is not: it runs without superpage",
-			 exe, NATIVE_CLASS == ELFCLASS64 ? 32 : 64);
+		img->how = CLI_IMAGE_SECURE;
+		snprintf(at, room, "%s", why);
+		if (!by)
+			img->tail = " (the loader ignores LD_PRELOAD for it)";
+		return;
+	}
+	img->how = CLI_IMAGE_WATCH;
+	switch (kind) {
+	case IMAGE_STATIC:
+		img->why = SP_WATCH_STATIC;
+		snprintf(at, room, "statically linked");
+		return;
+	case IMAGE_OTHER_LIBC:
+		img->why = SP_WATCH_LIBC;
+		snprintf(at, room, "linked with another libc than glibc (its loader is %s)", loader);
+		return;
+	case IMAGE_OTHER_CLASS:
+		img->why = SP_WATCH_CLASS;
+		snprintf(at, room, "a %d-bit program and the runtime is not",
+			 NATIVE_CLASS == ELFCLASS64 ? 32 : 64);
+		return;
+	default:
+		img->how = CLI_IMAGE_PRELOAD;
+		img->what[0] = 0;
+		return;
 	}
 }
 
+void cli_say_image(const struct cli_image *img)
+{
+	if (img->how != CLI_IMAGE_PRELOAD)
+		cli_warn("%s: it runs without superpage%s", img->what, img->tail ? img->tail : "");
+}

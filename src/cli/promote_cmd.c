@@ -48,36 +48,6 @@ static void on_signal(int sig)
 	stop_flag = 1;
 }
 
-struct target {
-	pid_t pid;
-	bool alive;
-	bool missing;             /* no such process at the first round */
-	bool promoted;            /* some round collapsed something, or had nothing to do */
-	int n_avoid;
-	struct sp_promote_skip avoid[SP_PROMOTE_MAX_SKIPS];
-};
-
-/* "25%", "12.5%": a share in (0, 1]; "512M": bytes. */
-static int parse_budget(const char *s, struct sp_promote_options *o)
-{
-	size_t n = strlen(s);
-	if (n > 1 && s[n - 1] == '%') {
-		char *end;
-		if (strspn(s, "0123456789.") != n - 1)
-			return -EINVAL;
-		double v = strtod(s, &end);
-		if (end != s + n - 1 || !(v > 0) || v > 100)
-			return -EINVAL;
-		o->budget_share = v / 100;
-		return 0;
-	}
-	uint64_t b;
-	if (sp_parse_size(s, &b) < 0 || b == 0)
-		return -EINVAL;
-	o->budget_bytes = b;
-	return 0;
-}
-
 static int parse_seconds(const char *s, double *out)
 {
 	char *end;
@@ -100,36 +70,19 @@ static int parse_pid(const char *s, pid_t *out)
 	return 0;
 }
 
-/* Nothing of its anonymous memory was left to collapse: already huge, or none. */
-static bool nothing_left(const struct sp_promote_result *r)
-{
-	static const enum sp_promote_why left[] = {
-		SP_PROMOTE_NOHUGEPAGE, SP_PROMOTE_THP_OFF, SP_PROMOTE_SPARSE, SP_PROMOTE_BUDGET,
-		SP_PROMOTE_NO_MEMORY, SP_PROMOTE_BUSY, SP_PROMOTE_CHANGED, SP_PROMOTE_REFUSED,
-		SP_PROMOTE_GONE, SP_PROMOTE_PERMISSION, SP_PROMOTE_UNSUPPORTED, SP_PROMOTE_STOPPED,
-	};
-	if (r->candidates)
-		return false;
-	for (size_t i = 0; i < sizeof left / sizeof *left; i++)
-		if (r->not_done[left[i]])
-			return false;
-	return true;
-}
-
 /* One pass over one process: says what it did; false once it is gone. */
-static bool promote_one(struct target *t, struct sp_promote_options *o, bool as_json, int round)
+static bool promote_one(struct promote_target *t, struct sp_promote_options *o, bool as_json,
+			int round)
 {
 	static struct sp_promote_result r;
 	char comm[64] = "";
 	sp_comm_read(t->pid, comm, sizeof comm);
-	o->avoid = t->avoid;
-	o->n_avoid = t->n_avoid;
-	int n = sp_promote(t->pid, o, &r);
+	int n = promote_pass(t, o, &r);
 	if (n < 0) {
 		/* After the first round, a process that ended is the end of its watch. */
 		if (round > 1 && n == -ESRCH)
 			return false;
-		promote_say_fatal(t->pid, n);
+		promote_say_fatal("promote", t->pid, n);
 		t->missing = round == 1 && n == -ESRCH;
 		if (as_json)
 			promote_print_json(&r, comm, o->dry_run, round);
@@ -139,12 +92,6 @@ static bool promote_one(struct target *t, struct sp_promote_options *o, bool as_
 		promote_print_json(&r, comm, o->dry_run, round);
 	else if (round == 1 || r.tried || r.rss_after == 0)
 		promote_print_human(&r, comm, o->dry_run, round);
-	if (n > 0 || o->dry_run || nothing_left(&r))
-		t->promoted = true;
-	/* What the kernel refused for good is not asked again by the next round. */
-	for (int i = 0; i < r.n_skips && t->n_avoid < SP_PROMOTE_MAX_SKIPS; i++)
-		if (r.skips[i].why == SP_PROMOTE_REFUSED)
-			t->avoid[t->n_avoid++] = r.skips[i];
 	return r.rss_after != 0 || o->dry_run;
 }
 
@@ -157,7 +104,7 @@ static void nap(double seconds)
 
 int cmd_promote(int argc, char **argv)
 {
-	static struct target targets[MAX_PIDS];
+	static struct promote_target targets[MAX_PIDS];
 	struct sp_promote_options o;
 	bool as_json = false, options = true;
 	double watch = 0;
@@ -178,7 +125,7 @@ int cmd_promote(int argc, char **argv)
 		} else if (options && (k = cli_opt_value(argc, argv, &i, "--budget", &v)) != 0) {
 			if (k < 0)
 				return EXIT_USAGE;
-			if (parse_budget(v, &o) < 0)
+			if (cli_parse_budget(v, &o) < 0)
 				return cli_error(EXIT_USAGE, "promote: bad budget '%s' (a size like 512M "
 						 "or 2G, or a share like 25%%)", v);
 		} else if (options && (k = cli_opt_value(argc, argv, &i, "--watch", &v)) != 0) {

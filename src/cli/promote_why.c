@@ -80,7 +80,7 @@ static void read_facts(pid_t pid, struct proc_facts *p)
 
 /* ---------- no memory: -ESRCH of a process that is there ---------- */
 
-static int say_no_memory(pid_t pid)
+static int say_no_memory(const char *cmd, pid_t pid)
 {
 	struct proc_facts p;
 	char comm[64] = "";
@@ -88,12 +88,12 @@ static int say_no_memory(pid_t pid)
 	read_facts(pid, &p);
 	sp_comm_read(pid, comm, sizeof comm);
 	if (p.state && (p.flags & PF_KTHREAD))
-		return cli_error(EXIT_USAGE, "promote: process %d (%s) is a kernel thread: it has "
-				 "no user memory to promote", (int)pid, comm);
+		return cli_error(EXIT_USAGE, "%s: process %d (%s) is a kernel thread: it has "
+				 "no user memory to promote", cmd, (int)pid, comm);
 	if (p.state == 'Z')
-		return cli_error(EXIT_USAGE, "promote: process %d (%s) has exited (a zombie its "
-				 "parent has not reaped): it has no memory to promote", (int)pid, comm);
-	return cli_error(EXIT_USAGE, "promote: no process %d", (int)pid);
+		return cli_error(EXIT_USAGE, "%s: process %d (%s) has exited (a zombie its "
+				 "parent has not reaped): it has no memory to promote", cmd, (int)pid, comm);
+	return cli_error(EXIT_USAGE, "%s: no process %d", cmd, (int)pid);
 }
 
 /* ---------- ptrace read access refused: -EACCES ---------- */
@@ -160,7 +160,7 @@ static void cap_list(unsigned long long mask, char *buf, size_t len)
 /* Says why the kernel refused us read access to pid's memory (mm_access: the ptrace
  * check), from the tests it makes in order: ownership, dumpable, capabilities, then
  * the security modules, which leave no trace in /proc. */
-static int say_no_access(pid_t pid)
+static int say_no_access(const char *cmd, pid_t pid)
 {
 	struct proc_facts p, me;
 	char caps[160];
@@ -172,45 +172,45 @@ static int say_no_access(pid_t pid)
 	bool own = p.ids && same_owner(&p);
 
 	if (!traces && p.ids && !own)
-		return cli_error(EXIT_FAIL, "promote: process %d runs as uid %lu gid %lu, not as us: "
-				 "reading another user's memory needs CAP_SYS_PTRACE (root)",
+		return cli_error(EXIT_FAIL, "%s: process %d runs as uid %lu gid %lu, not as us: "
+				 "reading another user's memory needs CAP_SYS_PTRACE (root)", cmd,
 				 (int)pid, p.uid[1], p.gid[1]);
 	if (!traces && not_dumpable(pid, &p))
-		return cli_error(EXIT_FAIL, "promote: process %d is not dumpable (it changed its "
+		return cli_error(EXIT_FAIL, "%s: process %d is not dumpable (it changed its "
 				 "ids or set PR_SET_DUMPABLE 0): reading its memory needs "
-				 "CAP_SYS_PTRACE", (int)pid);
+				 "CAP_SYS_PTRACE", cmd, (int)pid);
 	if (!traces && p.caps && me.caps && (p.cap_prm & ~me.cap_prm)) {
 		cap_list(p.cap_prm & ~me.cap_prm, caps, sizeof caps);
-		return cli_error(EXIT_FAIL, "promote: process %d holds capabilities we lack (%s): "
-				 "reading its memory needs CAP_SYS_PTRACE", (int)pid, caps);
+		return cli_error(EXIT_FAIL, "%s: process %d holds capabilities we lack (%s): "
+				 "reading its memory needs CAP_SYS_PTRACE", cmd, (int)pid, caps);
 	}
-	return cli_error(EXIT_FAIL, "promote: process %d: the kernel refuses access to its memory "
+	return cli_error(EXIT_FAIL, "%s: process %d: the kernel refuses access to its memory "
 			 "though we%s%s: a security policy protects it (an LSM such as Landlock, "
-			 "AppArmor, SELinux or a BPF program)", (int)pid,
+			 "AppArmor, SELinux or a BPF program)", cmd, (int)pid,
 			 own ? " own it" : "", traces ? (own ? " and hold CAP_SYS_PTRACE" :
 							 " hold CAP_SYS_PTRACE") : " may read it");
 }
 
-int promote_say_fatal(pid_t pid, int err)
+int promote_say_fatal(const char *cmd, pid_t pid, int err)
 {
 	switch (err) {
 	case -ESRCH:
-		return say_no_memory(pid);
+		return say_no_memory(cmd, pid);
 	case -EPERM:
-		return cli_error(EXIT_FAIL, "promote: process %d: permission refused: collapsing "
-				 "another process's memory needs CAP_SYS_NICE (run as root)", (int)pid);
+		return cli_error(EXIT_FAIL, "%s: process %d: permission refused: collapsing "
+				 "another process's memory needs CAP_SYS_NICE (run as root)", cmd, (int)pid);
 	case -EACCES:
-		return say_no_access(pid);
+		return say_no_access(cmd, pid);
 	case -ENOSYS:
-		return cli_error(EXIT_FAIL, "promote: this kernel has no process_madvise(2) "
-				 "(Linux 5.10 and later have it)");
+		return cli_error(EXIT_FAIL, "%s: this kernel has no process_madvise(2) "
+				 "(Linux 5.10 and later have it)", cmd);
 	case -EINVAL:
-		return cli_error(EXIT_FAIL, "promote: this kernel does not take MADV_COLLAPSE "
-				 "through process_madvise(2) (Linux 6.1 and later do)");
+		return cli_error(EXIT_FAIL, "%s: this kernel does not take MADV_COLLAPSE "
+				 "through process_madvise(2) (Linux 6.1 and later do)", cmd);
 	case -EPROTO:
-		return cli_error(EXIT_FAIL, "promote: /proc/%d/smaps is not what smaps should be",
+		return cli_error(EXIT_FAIL, "%s: /proc/%d/smaps is not what smaps should be", cmd,
 				 (int)pid);
 	default:
-		return cli_error(EXIT_FAIL, "promote: process %d: %s", (int)pid, strerror(-err));
+		return cli_error(EXIT_FAIL, "%s: process %d: %s", cmd, (int)pid, strerror(-err));
 	}
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -82,6 +85,8 @@ struct run_options {
 	const char *text;        /* "main" or "all", or NULL */
 	const char *stats_file;  /* as given, or NULL for stderr */
 	int verbose;             /* -1: not given */
+	const char *budget;      /* as given (the watch's), or NULL */
+	struct sp_promote_options promote; /* the watch's: promote's defaults, the budget */
 };
 
 /* ---------- the options ---------- */
@@ -155,6 +160,7 @@ static int parse_options(int argc, char **argv, struct run_options *o, int *cmd)
 
 	memset(o, 0, sizeof *o);
 	o->verbose = -1;
+	sp_promote_options_default(&o->promote);
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -183,6 +189,13 @@ static int parse_options(int argc, char **argv, struct run_options *o, int *cmd)
 			if (rc < 0)
 				return cli_error(EXIT_USAGE, "run: bad size '%s' for --min (a size such as 2M)", v);
 			o->min = v;
+		} else if ((m = cli_opt_value(argc, argv, &i, "--budget", &v)) != 0) {
+			if (m < 0)
+				return EXIT_USAGE;
+			if (cli_parse_budget(v, &o->promote) < 0)
+				return cli_error(EXIT_USAGE, "run: bad budget '%s' (a size like 512M or 2G, "
+						 "or a share like 25%%)", v);
+			o->budget = v;
 		} else if ((rc = flag_option(a, o)) != 0) {
 			if (rc > 0)
 				return rc;
@@ -415,14 +428,17 @@ static int set_preload(const char *rt, bool keep)
 	return rc;
 }
 
-static int set_environment(const struct run_options *o, const char *rt)
+/* The environment CMD gets; with preload, LD_PRELOAD holds the runtime. */
+static int set_environment(const struct run_options *o, const char *rt, bool preload)
 {
 	char path[SP_PATH_LEN], level[2], other[256];
 	int rc;
 	bool keep = false;
 
 	/* A malloc the user preloaded is one superpage's would silently displace. */
-	if (preloaded_malloc(rt, other, sizeof other)) {
+	if (!preload) {
+		/* (its loader would load a runtime built against glibc into another libc) */
+	} else if (preloaded_malloc(rt, other, sizeof other)) {
 		keep = o->keep_malloc;
 		if (!keep)
 			cli_warn("LD_PRELOAD names %s, a malloc: superpage's malloc replaces it (to keep "
@@ -467,7 +483,7 @@ static int set_environment(const struct run_options *o, const char *rt)
 		if ((rc = put_env("SUPERPAGE_VERBOSE", level)))
 			return rc;
 	}
-	return set_preload(rt, keep);
+	return preload ? set_preload(rt, keep) : 0;
 }
 
 /* ---------- what the machine can give ---------- */
@@ -703,12 +719,10 @@ static void write_left_account(const struct sp_run_report *r, const char *file, 
 		json_object_end(&j);
 		json_end(&j);
 		fclose(f);
-		int fd = open(file, O_WRONLY | O_APPEND | O_CLOEXEC);
-		if (fd < 0 || write(fd, buf, len) != (ssize_t)len)
+		int rc = cli_append(file, buf, len);
+		if (rc < 0)
 			cli_warn("cannot write the account of pid %d (%s) to %s: %s", (int)r->pid, r->comm,
-				 file, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+				 file, strerror(-rc));
 		free(buf);
 		return;
 	}
@@ -743,52 +757,121 @@ static void after_end(pid_t pid, const void *page, const struct run_options *o,
 		write_left_account(&r, stats_file, status);
 }
 
-/* Runs CMD in a child and waits for it: what it leaves in the page they share is said
- * once it has ended (after_end). Signals sent to superpage are passed on; if it is
- * killed, the child is too (PR_SET_PDEATHSIG). Returns CMD's status, or dies of its
- * signal. Without a page or a child, CMD is executed as by start. */
-static int run_watched(char **cmd, const char *hint, const struct run_options *o,
-		       const char *stats_file)
+static volatile int root_ended;
+
+static void on_child(int sig)
 {
-	void *page;
-	int fd = sp_run_page_new(&page), st;
+	(void)sig;
+	root_ended = 1;
+}
+
+/* Waits for the child pid, with ws a round of the watch at a time: its status. A
+ * pidfd wakes the pause between rounds when the child ends. */
+static int wait_child(pid_t pid, const struct run_watch_setup *ws, int *st)
+{
+	int pidfd = ws ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+
+	for (;;) {
+		pid_t w = waitpid(pid, st, ws ? WNOHANG : 0);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			int err = errno;
+			if (pidfd >= 0)
+				close(pidfd);
+			return -err;
+		}
+		if (w != 0)
+			continue;
+		uint64_t ns = run_watch_round();
+		if (pidfd >= 0) {
+			struct pollfd p = { pidfd, POLLIN, 0 };
+			poll(&p, 1, (int)(ns / 1000000));
+		} else if (!root_ended) {
+			struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+			nanosleep(&ts, NULL); /* (SIGCHLD ends it) */
+		}
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	return 0;
+}
+
+/* Runs CMD in a child and waits for it: what it leaves in the page they share (with
+ * --stats) is said once it has ended (after_end); with ws, the watch keeps it and the
+ * processes it starts promoted meanwhile. Signals sent to superpage are passed on; if
+ * it is killed, the child is too (PR_SET_PDEATHSIG). Returns CMD's status, or dies of
+ * its signal. Without a page or a child, CMD is executed as by start. */
+static int run_watched(char **cmd, const char *hint, const struct run_options *o,
+		       const char *stats_file, const struct run_watch_setup *ws)
+{
+	void *page = NULL;
+	int fd = o->stats ? sp_run_page_new(&page) : -1, st, sync[2] = { -1, -1 };
 	pid_t me = getpid(), pid;
 	char val[48];
 
-	if (fd < 0)
+	if (fd < 0 && !ws)
 		return start(cmd, hint);
+	/* The watch starts once CMD is executed: the end of a pipe closed on exec. */
+	if (ws && pipe2(sync, O_CLOEXEC) < 0)
+		sync[0] = sync[1] = -1;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_child;
+	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+	sigemptyset(&sa.sa_mask);
+	if (ws)
+		sigaction(SIGCHLD, &sa, NULL);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return start(cmd, hint);
 	}
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		if (getppid() != me)
 			_exit(128 + SIGKILL);
-		/* Out of the way of the low numbers the program's own files get (it
-		 * inherits it, without close-on-exec, for its next image). */
-		int high = fcntl(fd, F_DUPFD, 100);
-		snprintf(val, sizeof val, "%d:%d", high, (int)getpid());
-		if (high < 0 || setenv(SP_RUN_PAGE_ENV, val, 1) < 0)
-			unsetenv(SP_RUN_PAGE_ENV);
-		close(fd);
+		if (sync[0] >= 0)
+			close(sync[0]);
+		if (ws)
+			signal(SIGCHLD, SIG_DFL);
+		if (fd >= 0) {
+			/* Out of the way of the low numbers the program's own files get (it
+			 * inherits it, without close-on-exec, for its next image). */
+			int high = fcntl(fd, F_DUPFD, 100);
+			snprintf(val, sizeof val, "%d:%d", high, (int)getpid());
+			if (high < 0 || setenv(SP_RUN_PAGE_ENV, val, 1) < 0)
+				unsetenv(SP_RUN_PAGE_ENV);
+			close(fd);
+		}
 		_exit(start(cmd, hint));
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	watched_pid = pid;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = pass_on;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof passed_on / sizeof passed_on[0]; i++)
 		sigaction(passed_on[i], &sa, NULL);
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return cli_error(1, "run: lost %s (pid %d): %s", cmd[0], (int)pid, strerror(errno));
-	after_end(pid, page, o, stats_file, st);
+	if (ws) {
+		char c;
+		if (sync[1] >= 0) {
+			close(sync[1]);
+			while (read(sync[0], &c, 1) < 0 && errno == EINTR)
+				;
+			close(sync[0]);
+		}
+		run_watch_begin(pid, ws, &root_ended);
+	}
+	int rc = wait_child(pid, ws, &st);
+	if (rc < 0)
+		return cli_error(1, "run: lost %s (pid %d): %s", cmd[0], (int)pid, strerror(-rc));
+	if (page)
+		after_end(pid, page, o, stats_file, st);
+	if (ws && o->stats)
+		run_watch_accounts(st, stats_file);
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
 	/* Dead of a signal: so is superpage, as if it had been the program (no core of
@@ -892,9 +975,83 @@ static enum sp_backing effective_backing(const struct run_options *o)
 	return b;
 }
 
+/* ---------- a program the runtime cannot be preloaded into ---------- */
+
+/* Whether this process may collapse another's memory: CAP_SYS_NICE in its effective
+ * set (/proc/self/status CapEff). */
+static bool can_collapse(void)
+{
+	char line[256];
+	unsigned long long caps = 0;
+	bool found = false;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof line, f))
+		found = sscanf(line, "CapEff: %llx", &caps) == 1;
+	fclose(f);
+	return (caps >> 23) & 1; /* CAP_SYS_NICE */
+}
+
+/* The options given that are the runtime's, which do nothing for such a program:
+ * "--text and --stacks", or "". */
+static const char *runtime_options(const struct run_options *o)
+{
+	static char out[256];
+	const char *given[12];
+	int n = 0;
+
+	if (o->min)
+		given[n++] = "--min";
+	if (o->no_heap)
+		given[n++] = "--no-heap";
+	if (o->text)
+		given[n++] = "--text";
+	if (o->perf_map)
+		given[n++] = "--perf-map";
+	if (o->stacks)
+		given[n++] = "--stacks";
+	if (o->shm)
+		given[n++] = "--shm";
+	if (o->honour_thp_disable)
+		given[n++] = "--honour-thp-disable";
+	if (o->shrink)
+		given[n++] = "--shrink";
+	if (o->keep_malloc)
+		given[n++] = "--keep-malloc";
+	if (o->check)
+		given[n++] = "--check";
+	out[0] = 0;
+	for (int i = 0; i < n; i++) {
+		size_t at = strlen(out);
+		snprintf(out + at, sizeof out - at, "%s%s", i == 0 ? "" : i == n - 1 ? " and " : ", ",
+			 given[i]);
+	}
+	return out;
+}
+
+/* The one line that says what superpage does for a program it cannot preload. */
+static void say_watch(const struct cli_image *img, enum sp_backing b, const struct run_options *o)
+{
+	char fall[128] = "", opts[300] = "";
+	const char *given = runtime_options(o);
+
+	if (b == SP_BACKING_2M || b == SP_BACKING_1G)
+		snprintf(fall, sizeof fall, "; --backing %s falls to THP (hugetlb pages need the runtime)",
+			 sp_backing_name(b));
+	if (given[0])
+		snprintf(opts, sizeof opts, "; %s %s nothing for it", given, strchr(given, ' ') ? "do" : "does");
+	cli_warn("%s: superpage's runtime cannot be preloaded into it, so superpage keeps it promoted "
+		 "instead (promote --watch on it and the processes it starts): its private anonymous "
+		 "memory is collapsed onto 2 MiB transparent huge pages as it grows, none of it on "
+		 "hugetlb%s%s", img->what, fall, opts);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_options o;
+	struct cli_image img;
 	char rt[PATH_MAX], hint[PATH_MAX + 64] = "";
 	enum sp_backing b;
 	int cmd = 0, rc;
@@ -902,14 +1059,31 @@ int cmd_run(int argc, char **argv)
 	rc = parse_options(argc, argv, &o, &cmd);
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;
-	if ((rc = cli_find_runtime("run", rt, sizeof rt)) || (rc = set_environment(&o, rt)))
+	if ((rc = cli_find_runtime("run", rt, sizeof rt)))
 		return rc;
+	cli_image_of(argv[cmd], &img);
 	b = effective_backing(&o);
+	/* Under 4k, the baseline, such a program runs on base pages as it is. */
+	bool watch = img.how == CLI_IMAGE_WATCH && b != SP_BACKING_4K && can_collapse();
+	/* (Another libc's loader would load the runtime, built against glibc.) */
+	if ((rc = set_environment(&o, rt, img.how != CLI_IMAGE_WATCH || img.why != SP_WATCH_LIBC)))
+		return rc;
 	if (b == SP_BACKING_4K && prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) < 0)
 		cli_warn("cannot disable THP for %s (PR_SET_THP_DISABLE: %s): the 4k baseline may "
 			 "get huge pages where THP is always", argv[cmd], strerror(errno));
-	say_offer(b);
-	cli_say_image(argv[cmd]);
+	if (watch) {
+		say_offer(SP_BACKING_AUTO);
+		say_watch(&img, b, &o);
+	} else {
+		say_offer(b);
+		if (img.how == CLI_IMAGE_WATCH && b != SP_BACKING_4K)
+			img.tail = " (superpage's runtime cannot be preloaded into it, and keeping it "
+				   "promoted instead needs CAP_SYS_NICE: run as root)";
+		cli_say_image(&img);
+		if (o.budget)
+			cli_warn("--budget does nothing here: it is the budget of the watch that keeps a "
+				 "program superpage cannot preload promoted");
+	}
 	if (o.dry_run) {
 		print_dry_run(argv + cmd);
 		return EXIT_OK;
@@ -917,12 +1091,17 @@ int cmd_run(int argc, char **argv)
 	if (!strcmp(argv[cmd - 1], "--stats") || !strcmp(argv[cmd - 1], "--text"))
 		snprintf(hint, sizeof hint, " (to give %s a value, write %s=%s)", argv[cmd - 1],
 			 argv[cmd - 1], argv[cmd]);
-	if (o.text && b == SP_BACKING_4K)
+	if (!watch && o.text && b == SP_BACKING_4K)
 		cli_warn("--text does nothing under --backing 4k: the text stays on base pages");
-	if (o.text && !strcmp(o.text, "main") && b != SP_BACKING_4K)
+	if (!watch && o.text && !strcmp(o.text, "main") && b != SP_BACKING_4K)
 		say_text_unmovable(argv[cmd]);
 	/* (As the runtime will see it: the environment holds the path made absolute.) */
+	const char *stats_file = o.stats_file ? getenv("SUPERPAGE_STATS") : NULL;
+	if (watch) {
+		struct run_watch_setup ws = { img.why, b, o.promote, o.verbose > 0 ? o.verbose : 0 };
+		return run_watched(argv + cmd, hint, &o, stats_file, &ws);
+	}
 	if (o.stats)
-		return run_watched(argv + cmd, hint, &o, o.stats_file ? getenv("SUPERPAGE_STATS") : NULL);
+		return run_watched(argv + cmd, hint, &o, stats_file, NULL);
 	return start(argv + cmd, hint);
 }

@@ -19,7 +19,8 @@ void usage_stat(void)
 	      "published it (when its units change, and every 0.1 s it allocates): in use,\n"
 	      "2 MiB units by backing, free pages inside units in use, units given back and\n"
 	      "reused (reading it needs the access a debugger needs: its owner, or root).\n"
-	      "\n"
+	      "For a program superpage run could not preload (a static one), how its watch\n"
+	      "reaches it: the passes over it and what they collapsed.\n"
 	      "\n"
 	      "With --all, every process instead, one line each, sorted by bytes on huge\n"
 	      "pages, under the machine's totals from /proc/meminfo: resident, huge, coverage,\n"
@@ -141,6 +142,38 @@ static void print_live_human(int rc, const struct sp_account *l)
 			       l->falls_by[f] == 1 ? "" : "s", sp_fall_name((enum sp_fall)f));
 }
 
+/* How the watch of a superpage run reaches a process it could not preload (rc:
+ * sp_watch_find's). */
+static void print_watch_human(int rc, const struct sp_watch *w, int i)
+{
+	char a[32], b[32];
+	if (rc == -EACCES || rc == -EPERM) {
+		printf("\n  the watch of a superpage run above it: cannot read its memory (%s; run as "
+		       "root)\n", strerror(-rc));
+		return;
+	}
+	if (rc < 0)
+		return;
+	const struct sp_watch_proc *p = &w->procs[i];
+	printf("\n  reached by the watch of superpage run (pid %d), not preloaded (%s): its "
+	       "private anonymous memory collapsed onto 2 MiB THP, none on hugetlb",
+	       (int)w->watcher, w->why == SP_WATCH_STATIC ? "statically linked" :
+	       w->why == SP_WATCH_LIBC ? "another libc" : "another word size");
+	if (w->asked == SP_BACKING_2M || w->asked == SP_BACKING_1G)
+		printf(" (--backing %s fell to THP)", sp_backing_name(w->asked));
+	printf("\n  %u passes over it, %s collapsed", p->rounds, cli_human(p->collapsed_bytes, a, sizeof a));
+	if (p->rounds)
+		printf(", its last %.1f s ago", (double)(w->age_ns + (w->at_ns - p->last_ns)) / 1e9);
+	printf("; next round in at most %.1f s", (double)w->interval_ns / 1e9);
+	if (w->budget_bytes)
+		printf("; budget %s a pass", cli_human(w->budget_bytes, b, sizeof b));
+	else if (w->budget_share > 0)
+		printf("; budget %.4g%% a pass", 100 * w->budget_share);
+	if (p->fatal)
+		printf("; refused: %s", strerror(-p->fatal));
+	putchar('\n');
+}
+
 /* Its cgroups' limits, and inside a container what cannot be seen from it. */
 static void print_limits_human(const struct cli_cgroups *g)
 {
@@ -156,8 +189,46 @@ static void print_limits_human(const struct cli_cgroups *g)
 		printf("  (in a container: %s)\n", blind[i]);
 }
 
+static void watch_json(struct json *j, int rc, const struct sp_watch *w, int i)
+{
+	if (rc < 0) {
+		json_null(j);
+		return;
+	}
+	const struct sp_watch_proc *p = &w->procs[i];
+	json_object_begin(j);
+	json_key(j, "watcher");
+	json_int(j, w->watcher);
+	json_key(j, "why");
+	json_string(j, sp_watch_why_name(w->why));
+	json_key(j, "asked");
+	json_string(j, sp_backing_name(w->asked));
+	json_key(j, "passes");
+	json_uint(j, p->rounds);
+	json_key(j, "collapsed_bytes");
+	json_uint(j, p->collapsed_bytes);
+	json_key(j, "last_pass_age_s");
+	if (p->rounds)
+		json_double(j, (double)(w->age_ns + (w->at_ns - p->last_ns)) / 1e9);
+	else
+		json_null(j);
+	json_key(j, "interval_s");
+	json_double(j, (double)w->interval_ns / 1e9);
+	json_key(j, "budget_bytes");
+	json_uint(j, w->budget_bytes);
+	json_key(j, "budget_share");
+	json_double(j, w->budget_share);
+	json_key(j, "error");
+	if (p->fatal)
+		json_string(j, strerror(-p->fatal));
+	else
+		json_null(j);
+	json_object_end(j);
+}
+
 static void print_json(const struct sp_coverage *c, const char *comm, int live_rc,
-		       const struct sp_account *l, const struct cli_cgroups *g)
+		       const struct sp_account *l, const struct cli_cgroups *g, int watch_rc,
+		       const struct sp_watch *wt, int wi)
 {
 	struct json j;
 
@@ -202,6 +273,17 @@ static void print_json(const struct sp_coverage *c, const char *comm, int live_r
 	json_string(&j, comm);
 	json_key(&j, "limits");
 	cli_cgroups_json(&j, g);
+	/* How superpage reaches it: its runtime, preloaded (its heap's account is read),
+	 * the watch of a superpage run, or neither that can be seen. */
+	json_key(&j, "reached");
+	if (live_rc == 0)
+		json_string(&j, "runtime");
+	else if (watch_rc == 0)
+		json_string(&j, "watch");
+	else
+		json_null(&j);
+	json_key(&j, "watch");
+	watch_json(&j, watch_rc, wt, wi);
 	/* Under superpage run: its heap's account (null: none, or it cannot be read). */
 	json_key(&j, "heap");
 	if (live_rc < 0) {
@@ -301,11 +383,14 @@ int cmd_stat(int argc, char **argv)
 	int live_rc = sp_account_read(pid, &live);
 	struct cli_cgroups cg;
 	cli_cgroups_of(pid, &cg);
+	static struct sp_watch watch;
+	int wi = -1, watch_rc = live_rc == 0 ? -ENOENT : sp_watch_find(pid, &watch, &wi);
 	if (as_json) {
-		print_json(&cov, comm, live_rc, &live, &cg);
+		print_json(&cov, comm, live_rc, &live, &cg, watch_rc, &watch, wi);
 	} else {
 		print_human(&cov, comm);
 		print_live_human(live_rc, &live);
+		print_watch_human(watch_rc, &watch, wi);
 		print_limits_human(&cg);
 	}
 	return EXIT_OK;

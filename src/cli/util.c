@@ -1,4 +1,6 @@
-/* util.c - the command's one-line messages, option matching and human-readable sizes. */
+/* util.c - the command's one-line messages, option matching, human-readable sizes, a line appended to a file. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -136,3 +138,14 @@ const char *cli_page(uint64_t bytes, char *buf, size_t len)
 	return sp_format_size(bytes, buf, len);
 }
 
+
+int cli_append(const char *file, const char *buf, size_t len)
+{
+	int fd = open(file, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, buf, len);
+	int err = n < 0 ? errno : EIO;
+	close(fd);
+	return n == (ssize_t)len ? 0 : -err;
+}

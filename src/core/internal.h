@@ -267,6 +267,27 @@ int sp_scan_u64(const char **s, uint64_t *out);
 
 
 
+/* ---- a page one process publishes for others to read (live.c) ----
+ * A private mapping of a memfd (so that it shows by name in /proc/PID/maps, and a
+ * forked child writes its own copy), read by others through /proc/PID/mem. It starts
+ * with this head; its count, odd while the page is written, lets a reader take a
+ * consistent copy without a lock. */
+struct sp_pub_head {
+	uint32_t magic, version;
+	uint64_t seq;
+};
+/* len bytes (a multiple of 4096) mapped from a memfd named name, zeroed; NULL if they
+ * cannot be had. */
+void *sp_pub_map(const char *name, size_t len);
+/* Copies the len bytes of snap into page under its count (snap's seq aside). */
+void sp_pub_put(void *page, const void *snap, size_t len);
+/* A consistent copy of the len bytes that process pid publishes in its mapping of
+ * the memfd named name: 0; -ENOENT if it maps none, or one without that magic and
+ * version; -EACCES or -EPERM if its memory cannot be read; -ESRCH if it is gone;
+ * -EAGAIN if it kept changing while read. */
+int sp_pub_read(pid_t pid, const char *name, void *out, size_t len, uint32_t magic,
+		uint32_t version);
+
 /* ---- a heap's account while it runs (live.c) ----
  * A process under superpage run publishes its heap's counts in a page of its own,
  * for superpage stat. The layout is between this build's runtime and command. */

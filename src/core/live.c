@@ -1,8 +1,9 @@
-/* live.c - a heap's account, published by a process under superpage run for
- * superpage stat to read while it runs: one page, a private mapping of a memfd named
- * SP_LIVE_NAME (so that it shows by name in /proc/PID/maps, and a forked child writes
- * its own copy), read through /proc/PID/mem. A sequence count, odd while the page is
- * written, lets the reader take a consistent copy without a lock. */
+/* live.c - pages a process publishes for superpage stat to read while it runs (the
+ * heap's account of a process under superpage run, superpage run's watch): each a
+ * private mapping of a named memfd (so that it shows by name in /proc/PID/maps, and a
+ * forked child writes its own copy), read through /proc/PID/mem. A sequence count,
+ * odd while the page is written, lets the reader take a consistent copy without a
+ * lock. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -17,42 +18,53 @@
 #define LIVE_MAGIC 0x53504c56u /* "SPLV" */
 #define LIVE_PAGE 4096
 
-struct sp_live *sp_live_map(void)
+/* ---------- a page published for other processes to read ---------- */
+
+_Static_assert(offsetof(struct sp_live, seq) == offsetof(struct sp_pub_head, seq) &&
+		       offsetof(struct sp_live, version) == offsetof(struct sp_pub_head, version),
+	       "the live page starts with a published page's head");
+
+void *sp_pub_map(const char *name, size_t len)
 {
 	static const char zero[LIVE_PAGE];
-	int fd = sp_os->memfd_create(SP_LIVE_NAME, MFD_CLOEXEC);
+	int fd = sp_os->memfd_create(name, MFD_CLOEXEC);
 	void *p = NULL;
 	if (fd < 0)
 		return NULL;
-	if (sp_os->write(fd, zero, sizeof zero) != (ssize_t)sizeof zero ||
-	    sp_os->mmap(NULL, LIVE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0, &p) < 0)
+	for (size_t done = 0; done < len; done += sizeof zero)
+		if (sp_os->write(fd, zero, sizeof zero) != (ssize_t)sizeof zero) {
+			sp_os->close(fd);
+			return NULL;
+		}
+	if (sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0, &p) < 0)
 		p = NULL;
 	sp_os->close(fd);
 	return p;
 }
 
-void sp_live_put(struct sp_live *page, const struct sp_live *snap)
+void sp_pub_put(void *page, const void *snap, size_t len)
 {
-	uint64_t seq = __atomic_load_n(&page->seq, __ATOMIC_RELAXED);
-	__atomic_store_n(&page->seq, seq | 1, __ATOMIC_RELAXED);
+	struct sp_pub_head *h = page;
+	const struct sp_pub_head *from = snap;
+	uint64_t seq = __atomic_load_n(&h->seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->seq, seq | 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	struct sp_live body = *snap;
-	body.magic = LIVE_MAGIC;
-	body.version = SP_LIVE_VERSION;
-	body.seq = seq | 1;
-	memcpy(page, &body, sizeof body);
+	h->magic = from->magic;
+	h->version = from->version;
+	memcpy((char *)page + sizeof *h, (const char *)snap + sizeof *h, len - sizeof *h);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&page->seq, (seq | 1) + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->seq, (seq | 1) + 1, __ATOMIC_RELAXED);
 }
 
-/* The start of the mapping named SP_LIVE_NAME in /proc/PID/maps, or -errno. */
-static int live_find(pid_t pid, uint64_t *at)
+/* The start of the mapping of a memfd named name in /proc/PID/maps, or -errno. */
+static int pub_find(pid_t pid, const char *name, uint64_t *at)
 {
-	char path[64];
+	char path[64], want[80];
 	struct sp_lines l;
 	const char *line;
 	int r, found = -ENOENT;
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	snprintf(want, sizeof want, "/memfd:%s", name);
 	int fd = sp_os->open(path, O_RDONLY, 0);
 	if (fd < 0)
 		return fd;
@@ -60,18 +72,20 @@ static int live_find(pid_t pid, uint64_t *at)
 	while (found == -ENOENT && (r = sp_lines_next(&l, &line)) > 0) {
 		char *end;
 		*at = strtoull(line, &end, 16);
-		if (end > line && *end == '-' && strstr(line, "/memfd:" SP_LIVE_NAME))
+		if (end > line && *end == '-' && strstr(line, want))
 			found = 0;
 	}
 	sp_os->close(fd);
 	return found;
 }
 
-int sp_live_read(pid_t pid, struct sp_live *out)
+int sp_pub_read(pid_t pid, const char *name, void *out, size_t len, uint32_t magic,
+		uint32_t version)
 {
+	struct sp_pub_head *h = out;
 	uint64_t at;
 	char path[64];
-	int r = live_find(pid, &at);
+	int r = pub_find(pid, name, &at);
 	if (r < 0)
 		return r;
 	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
@@ -81,23 +95,43 @@ int sp_live_read(pid_t pid, struct sp_live *out)
 	r = -EAGAIN;
 	for (int tries = 0; tries < 16 && r == -EAGAIN; tries++) {
 		uint64_t seq;
-		ssize_t n = sp_os->pread(fd, out, sizeof *out, (off_t)at);
+		ssize_t n = sp_os->pread(fd, out, len, (off_t)at);
 		if (n < 0) {
 			r = (int)n;
 			break;
 		}
-		if (n != (ssize_t)sizeof *out || out->magic != LIVE_MAGIC ||
-		    out->version != SP_LIVE_VERSION) {
+		if (n != (ssize_t)len || h->magic != magic || h->version != version) {
 			r = -ENOENT;
 			break;
 		}
 		/* The count again: unchanged and even, the copy is whole. */
-		if ((out->seq & 1) == 0 &&
-		    sp_os->pread(fd, &seq, sizeof seq, (off_t)(at + offsetof(struct sp_live, seq))) ==
-			    (ssize_t)sizeof seq && seq == out->seq)
+		if ((h->seq & 1) == 0 &&
+		    sp_os->pread(fd, &seq, sizeof seq, (off_t)(at + offsetof(struct sp_pub_head, seq))) ==
+			    (ssize_t)sizeof seq && seq == h->seq)
 			r = 0;
 	}
 	sp_os->close(fd);
+	return r;
+}
+
+/* ---------- the heap's account ---------- */
+
+struct sp_live *sp_live_map(void)
+{
+	return sp_pub_map(SP_LIVE_NAME, LIVE_PAGE);
+}
+
+void sp_live_put(struct sp_live *page, const struct sp_live *snap)
+{
+	struct sp_live body = *snap;
+	body.magic = LIVE_MAGIC;
+	body.version = SP_LIVE_VERSION;
+	sp_pub_put(page, &body, sizeof body);
+}
+
+int sp_live_read(pid_t pid, struct sp_live *out)
+{
+	int r = sp_pub_read(pid, SP_LIVE_NAME, out, sizeof *out, LIVE_MAGIC, SP_LIVE_VERSION);
 	/* (A forked child that has not published yet holds its parent's copy.) */
 	if (r == 0 && out->pid != (int32_t)pid)
 		r = -ENOENT;
