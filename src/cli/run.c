@@ -66,14 +66,26 @@ void usage_run(void)
 	      "  --stats[=FILE]     at exit, each process prints an account of its memory to\n"
 	      "                     stderr, or appends it to FILE as one line of JSON\n"
 	      "                     (FILE \"stderr\": stderr)\n"
+	      "  --budget SIZE|PCT  for a program kept promoted (below): each pass collapses\n"
+	      "                     at most SIZE (512M) or PCT (25%) of each process's resident\n"
+	      "                     memory, as superpage promote --budget; default: no limit\n"
 	      "  -v, --verbose[=N]  say each fallback once, when it happens; repeat for more\n"
 	      "                     (N from 0 to 3)\n"
 	      "  --dry-run          print the environment CMD would get and CMD, run nothing\n"
 	      "\n"
-	      "The \"--\" may be left out when CMD does not start with '-'. Statically linked\n"
-	      "and setuid programs cannot be preloaded: they run without superpage, and it\n"
-	      "says so. Exit status: that of CMD (128+N if it died of signal N), 127 if CMD\n"
-	      "is not found, 126 if it cannot be run, 2 for bad options. See superpage-run(7).\n",
+	      "The \"--\" may be left out when CMD does not start with '-'.\n"
+	      "\n"
+	      "A statically linked program (Go without cgo, musl), one whose loader is another\n"
+	      "libc's, or one of the other word size cannot be preloaded: superpage keeps it\n"
+	      "and the processes it starts promoted instead, as superpage promote --watch: its\n"
+	      "private anonymous memory is collapsed onto 2 MiB transparent huge pages as it\n"
+	      "grows (not hugetlb: --backing 2m and 1g fall to THP), and one line says so;\n"
+	      "superpage stat PID and --stats say how each process was reached. This needs\n"
+	      "CAP_SYS_NICE (root); under --backing 4k, or without it, such a program runs\n"
+	      "as it is. Setuid programs run without superpage. Either way it is said.\n"
+	      "\n"
+	      "Exit status: that of CMD (128+N if it died of signal N), 127 if CMD is not\n"
+	      "found, 126 if it cannot be run, 2 for bad options. See superpage-run(7).\n",
 	      stdout);
 }
 
@@ -999,29 +1011,18 @@ static bool can_collapse(void)
 static const char *runtime_options(const struct run_options *o)
 {
 	static char out[256];
-	const char *given[12];
+	const struct { bool on; const char *name; } opts[] = {
+		{ o->min != NULL, "--min" }, { o->no_heap, "--no-heap" }, { o->text != NULL, "--text" },
+		{ o->perf_map, "--perf-map" }, { o->stacks, "--stacks" }, { o->shm, "--shm" },
+		{ o->honour_thp_disable, "--honour-thp-disable" }, { o->shrink, "--shrink" },
+		{ o->keep_malloc, "--keep-malloc" }, { o->check, "--check" },
+	};
+	const char *given[sizeof opts / sizeof *opts];
 	int n = 0;
 
-	if (o->min)
-		given[n++] = "--min";
-	if (o->no_heap)
-		given[n++] = "--no-heap";
-	if (o->text)
-		given[n++] = "--text";
-	if (o->perf_map)
-		given[n++] = "--perf-map";
-	if (o->stacks)
-		given[n++] = "--stacks";
-	if (o->shm)
-		given[n++] = "--shm";
-	if (o->honour_thp_disable)
-		given[n++] = "--honour-thp-disable";
-	if (o->shrink)
-		given[n++] = "--shrink";
-	if (o->keep_malloc)
-		given[n++] = "--keep-malloc";
-	if (o->check)
-		given[n++] = "--check";
+	for (size_t k = 0; k < sizeof opts / sizeof *opts; k++)
+		if (opts[k].on)
+			given[n++] = opts[k].name;
 	out[0] = 0;
 	for (int i = 0; i < n; i++) {
 		size_t at = strlen(out);

@@ -58,8 +58,12 @@ static void track(pid_t pid)
 	pid_t parent;
 	uint64_t start;
 
-	if (tracked(pid) >= 0 || sp_proc_parent(pid, &parent, &start) < 0)
+	if (sp_proc_parent(pid, &parent, &start) < 0)
 		return;
+	/* (one that ended stays known: a zombie its parent has not reaped is no new one) */
+	for (int i = 0; i < W.pub.n; i++)
+		if (W.pub.procs[i].pid == pid && W.pub.procs[i].start_time == start)
+			return;
 	if (W.pub.n == SP_WATCH_MAX) {
 		W.pub.left_out++;
 		return;
@@ -74,9 +78,8 @@ static void track(pid_t pid)
 	sp_comm_read(pid, W.procs[i].comm, sizeof W.procs[i].comm);
 }
 
-/* The children of pid (of each of its threads) tracked; false if this kernel has no
- * children files. */
-static bool track_children(pid_t pid)
+/* The children of pid (of each of its threads) tracked. */
+static void track_children(pid_t pid)
 {
 	char path[96], buf[4096];
 	struct dirent *e;
@@ -84,17 +87,14 @@ static bool track_children(pid_t pid)
 
 	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
 	if (!(d = opendir(path)))
-		return true; /* gone */
-	bool have = true;
+		return; /* gone */
 	while ((e = readdir(d))) {
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof path, "/proc/%d/task/%.16s/children", (int)pid, e->d_name);
 		FILE *f = fopen(path, "re");
-		if (!f) {
-			have = have && errno != ENOENT;
-			continue;
-		}
+		if (!f)
+			continue; /* (a thread that ended) */
 		size_t n = fread(buf, 1, sizeof buf - 1, f);
 		fclose(f);
 		buf[n] = 0;
@@ -107,7 +107,6 @@ static bool track_children(pid_t pid)
 		}
 	}
 	closedir(d);
-	return have;
 }
 
 /* Without children files: every process whose parent is watched, until none is new. */
@@ -132,12 +131,13 @@ static void track_from_parents(void)
  * its parent ends and it is reparented). */
 static void find_processes(void)
 {
-	if (!W.scan_all)
-		for (int i = 0; i < W.pub.n && !W.scan_all; i++)
-			if (!W.pub.procs[i].gone && !track_children(W.pub.procs[i].pid))
-				W.scan_all = true;
-	if (W.scan_all)
+	if (W.scan_all) {
 		track_from_parents();
+		return;
+	}
+	for (int i = 0; i < W.pub.n; i++)
+		if (!W.pub.procs[i].gone)
+			track_children(W.pub.procs[i].pid);
 }
 
 /* Whether pid maps the runtime (it, or a program it started, was preloaded). */
@@ -179,6 +179,10 @@ void run_watch_begin(pid_t root, const struct run_watch_setup *s, volatile int *
 	W.pub.budget_bytes = s->promote.budget_bytes;
 	W.pub.budget_share = s->promote.budget_share;
 	W.pub.interval_ns = SHORT_NS;
+	/* (CONFIG_PROC_CHILDREN: a kernel without it has no children files) */
+	char self[64];
+	snprintf(self, sizeof self, "/proc/self/task/%d/children", (int)getpid());
+	W.scan_all = access(self, R_OK) != 0;
 	track(root);
 	W.page = sp_watch_page_new();
 }
@@ -333,11 +337,11 @@ static void account_text(int i)
 			 w->comm, fatal_word(p->fatal), strerror(-p->fatal));
 		return;
 	}
-	cli_warn("pid %d (%s): reached by the watch (it is %s, not preloaded): %u passes collapsed "
+	cli_warn("pid %d (%s): reached by the watch (it is %s, not preloaded): %u pass%s collapsed "
 		 "%s onto 2 MiB THP; its last pass left %s of %s resident on huge pages (%.1f%%)",
 		 (int)p->pid, w->comm, W.pub.why == SP_WATCH_STATIC ? "statically linked" :
 		 W.pub.why == SP_WATCH_LIBC ? "of another libc" : "of another word size",
-		 p->rounds, cli_human(p->collapsed_bytes, a, sizeof a),
+		 p->rounds, p->rounds == 1 ? "" : "es", cli_human(p->collapsed_bytes, a, sizeof a),
 		 cli_human(p->huge_bytes, b, sizeof b), cli_human(p->rss_bytes, c, sizeof c),
 		 100 * share(p->huge_bytes, p->rss_bytes));
 }
@@ -346,8 +350,9 @@ void run_watch_accounts(int status, const char *file)
 {
 	for (int i = 0; i < W.pub.n; i++) {
 		const struct sp_watch_proc *p = &W.pub.procs[i];
-		/* The program always; a process it started if the watch reached it. */
-		if (p->pid != W.pub.root && !p->rounds && !p->fatal)
+		/* The program (unless it became one the runtime serves before any pass),
+		 * and a process it started if the watch reached it. */
+		if (!p->rounds && !p->fatal && (p->pid != W.pub.root || W.procs[i].preloaded))
 			continue;
 		if (!file) {
 			account_text(i);

@@ -161,7 +161,8 @@ static void print_watch_human(int rc, const struct sp_watch *w, int i)
 	       w->why == SP_WATCH_LIBC ? "another libc" : "another word size");
 	if (w->asked == SP_BACKING_2M || w->asked == SP_BACKING_1G)
 		printf(" (--backing %s fell to THP)", sp_backing_name(w->asked));
-	printf("\n  %u passes over it, %s collapsed", p->rounds, cli_human(p->collapsed_bytes, a, sizeof a));
+	printf("\n  %u pass%s over it, %s collapsed", p->rounds, p->rounds == 1 ? "" : "es",
+	       cli_human(p->collapsed_bytes, a, sizeof a));
 	if (p->rounds)
 		printf(", its last %.1f s ago", (double)(w->age_ns + (w->at_ns - p->last_ns)) / 1e9);
 	printf("; next round in at most %.1f s", (double)w->interval_ns / 1e9);

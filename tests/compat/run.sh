@@ -7,7 +7,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ALL_MODES=(auto thp 2m 1g 4k all always promote)
 PROGRAMS=(python-heap python-tests cpython-fork perl ruby lua php node java redis postgres
-	memcached mariadb sqlite3 git gcc-build clang-build xz zstd sort sbcl guile)
+	memcached mariadb sqlite3 git gcc-build clang-build xz zstd sort sbcl guile go-static)
 
 usage() {
 	cat <<EOF
