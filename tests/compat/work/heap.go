@@ -6,7 +6,9 @@
 // With HEAP_HUGE_WANT=PCT in its environment it goes on summing, at most 600 more
 // passes, until PCT% of its anonymous memory is on huge pages (smaps_rollup), and
 // says on stderr where it got: "heap: P% of N kB anonymous on huge pages after K
-// passes".
+// passes". Then it grows by 16 MiB and waits so again, 20 passes at least (the
+// harness's coverage is that of its first sample at the most memory: this puts it
+// after a round of superpage run's watch, which collapses memory once touched).
 package main
 
 import (
@@ -90,13 +92,25 @@ func main() {
 	if err != nil {
 		return
 	}
-	got, anon := hugeShare()
 	k := 0
-	for ; got < want && k < 600; k++ {
-		sum += pass(blocks, k)
-		got, anon = hugeShare()
+	wait := func(least int) {
+		got, anon := hugeShare()
+		n := 0
+		for ; (got < want || n < least) && n < 600; n++ {
+			sum += pass(blocks, k+n)
+			got, anon = hugeShare()
+		}
+		k += n
+		fmt.Fprintf(os.Stderr, "heap: %.1f%% of %d kB anonymous on huge pages after %d passes\n", got, anon, k)
 	}
-	fmt.Fprintf(os.Stderr, "heap: %.1f%% of %d kB anonymous on huge pages after %d passes\n", got, anon, k)
+	wait(0)
+	more := make([][]uint64, 4)
+	for i := range more {
+		more[i] = make([]uint64, blockWords)
+	}
+	fill(more, 2)
+	blocks = append(blocks, more...)
+	wait(20) // (sampled at its new size, every 0.2 s)
 	if sum == 0 {
 		fmt.Println("") // (keeps the passes from being left out)
 	}
