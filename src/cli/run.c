@@ -447,10 +447,10 @@ static int set_environment(const struct run_options *o, const char *rt, bool pre
 	int rc;
 	bool keep = false;
 
-	/* A malloc the user preloaded is one superpage's would silently displace. */
-	if (!preload) {
-		/* (its loader would load a runtime built against glibc into another libc) */
-	} else if (preloaded_malloc(rt, other, sizeof other)) {
+	/* A malloc the user preloaded is one superpage's would silently displace.
+	 * (Without preload, for another libc's loader, which would load the runtime
+	 * built against glibc, LD_PRELOAD stays as it was.) */
+	if (preload && preloaded_malloc(rt, other, sizeof other)) {
 		keep = o->keep_malloc;
 		if (!keep)
 			cli_warn("LD_PRELOAD names %s, a malloc: superpage's malloc replaces it (to keep "
@@ -458,7 +458,7 @@ static int set_environment(const struct run_options *o, const char *rt, bool pre
 				 "--keep-malloc)", other);
 		else if ((rc = put_env("SUPERPAGE_HEAP", "no")))
 			return rc;
-	} else if (o->keep_malloc) {
+	} else if (preload && o->keep_malloc) {
 		cli_warn("--keep-malloc: LD_PRELOAD names no malloc to keep: superpage's malloc "
 			 "serves the program");
 	}
