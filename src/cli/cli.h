@@ -171,8 +171,8 @@ struct run_watch_setup {
 	int verbose;                         /* > 0: a line for each pass that collapses */
 };
 /* Starts the watch of root (it has executed the program); stop is set when root ends
- * (a pass under way stops). */
-void run_watch_begin(pid_t root, const struct run_watch_setup *s, volatile int *stop);
+ * (a pass under way stops). The pause before the first round, in ns. */
+uint64_t run_watch_begin(pid_t root, const struct run_watch_setup *s, volatile int *stop);
 /* One round over every process watched, new ones found first: the pause before the
  * next, in ns (short after work, doubling while there is none). */
 uint64_t run_watch_round(void);

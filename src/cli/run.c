@@ -777,14 +777,14 @@ static void on_child(int sig)
 	root_ended = 1;
 }
 
-/* Waits for the child pid, with ws a round of the watch at a time: its status. A
- * pidfd wakes the pause between rounds when the child ends. */
-static int wait_child(pid_t pid, const struct run_watch_setup *ws, int *st)
+/* Waits for the child pid, with a watch a round at a time, the first ns from now:
+ * its status. A pidfd wakes the pause between rounds when the child ends. */
+static int wait_child(pid_t pid, bool watch, uint64_t ns, int *st)
 {
-	int pidfd = ws ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	int pidfd = watch ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 
-	for (;;) {
-		pid_t w = waitpid(pid, st, ws ? WNOHANG : 0);
+	for (bool paused = false;; paused = true) {
+		pid_t w = waitpid(pid, st, watch ? WNOHANG : 0);
 		if (w == pid)
 			break;
 		if (w < 0 && errno != EINTR) {
@@ -795,7 +795,8 @@ static int wait_child(pid_t pid, const struct run_watch_setup *ws, int *st)
 		}
 		if (w != 0)
 			continue;
-		uint64_t ns = run_watch_round();
+		if (paused)
+			ns = run_watch_round();
 		if (pidfd >= 0) {
 			struct pollfd p = { pidfd, POLLIN, 0 };
 			poll(&p, 1, (int)(ns / 1000000));
@@ -867,6 +868,7 @@ static int run_watched(char **cmd, const char *hint, const struct run_options *o
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	for (size_t i = 0; i < sizeof passed_on / sizeof passed_on[0]; i++)
 		sigaction(passed_on[i], &sa, NULL);
+	uint64_t first = 0;
 	if (ws) {
 		char c;
 		if (sync[1] >= 0) {
@@ -875,9 +877,9 @@ static int run_watched(char **cmd, const char *hint, const struct run_options *o
 				;
 			close(sync[0]);
 		}
-		run_watch_begin(pid, ws, &root_ended);
+		first = run_watch_begin(pid, ws, &root_ended);
 	}
-	int rc = wait_child(pid, ws, &st);
+	int rc = wait_child(pid, ws != NULL, first, &st);
 	if (rc < 0)
 		return cli_error(1, "run: lost %s (pid %d): %s", cmd[0], (int)pid, strerror(-rc));
 	if (page)

@@ -166,7 +166,7 @@ static bool same_process(int i)
 
 /* ---------- the rounds ---------- */
 
-void run_watch_begin(pid_t root, const struct run_watch_setup *s, volatile int *stop)
+uint64_t run_watch_begin(pid_t root, const struct run_watch_setup *s, volatile int *stop)
 {
 	memset(&W, 0, sizeof W);
 	W.s = *s;
@@ -185,6 +185,13 @@ void run_watch_begin(pid_t root, const struct run_watch_setup *s, volatile int *
 	W.scan_all = access(self, R_OK) != 0;
 	track(root);
 	W.page = sp_watch_page_new();
+	if (W.page) {
+		W.pub.at_ns = now_ns();
+		sp_watch_put(W.page, &W.pub);
+	}
+	/* (A program just started has nothing to collapse; one that ends at once pays
+	 * no round.) */
+	return SHORT_NS;
 }
 
 /* One pass over process i; true if it found work (collapsed, or grew). */
@@ -226,6 +233,10 @@ static bool pass_one(int i)
 		p->gone = true; /* it ended during the pass */
 		return false;
 	}
+	/* The program ending (its memory torn down as it was read): what the last
+	 * whole pass left stands. */
+	if (*W.stop)
+		return false;
 	p->rss_bytes = r.rss_after;
 	p->huge_bytes = r.huge_after;
 	if (W.s.verbose > 0 && r.collapsed)
@@ -337,10 +348,16 @@ static void account_text(int i)
 			 w->comm, fatal_word(p->fatal), strerror(-p->fatal));
 		return;
 	}
+	const char *what = W.pub.why == SP_WATCH_STATIC ? "statically linked" :
+			   W.pub.why == SP_WATCH_LIBC ? "of another libc" : "of another word size";
+	if (!p->rounds) {
+		cli_warn("pid %d (%s): kept by the watch (it is %s, not preloaded): it ended before "
+			 "the first pass", (int)p->pid, w->comm, what);
+		return;
+	}
 	cli_warn("pid %d (%s): reached by the watch (it is %s, not preloaded): %u pass%s collapsed "
 		 "%s onto 2 MiB THP; its last pass left %s of %s resident on huge pages (%.1f%%)",
-		 (int)p->pid, w->comm, W.pub.why == SP_WATCH_STATIC ? "statically linked" :
-		 W.pub.why == SP_WATCH_LIBC ? "of another libc" : "of another word size",
+		 (int)p->pid, w->comm, what,
 		 p->rounds, p->rounds == 1 ? "" : "es", cli_human(p->collapsed_bytes, a, sizeof a),
 		 cli_human(p->huge_bytes, b, sizeof b), cli_human(p->rss_bytes, c, sizeof c),
 		 100 * share(p->huge_bytes, p->rss_bytes));
