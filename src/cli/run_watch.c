@@ -64,11 +64,21 @@ static void track(pid_t pid)
 	for (int i = 0; i < W.pub.n; i++)
 		if (W.pub.procs[i].pid == pid && W.pub.procs[i].start_time == start)
 			return;
-	if (W.pub.n == SP_WATCH_MAX) {
-		W.pub.left_out++;
-		return;
+	int i = W.pub.n;
+	if (i == SP_WATCH_MAX) {
+		/* Full: the place of one that ended before any pass (a short command of a
+		 * script), which has nothing to account for. */
+		for (i = 0; i < W.pub.n; i++)
+			if (W.pub.procs[i].gone && !W.pub.procs[i].rounds && !W.pub.procs[i].fatal &&
+			    W.pub.procs[i].pid != W.pub.root)
+				break;
+		if (i == W.pub.n) {
+			W.pub.left_out++;
+			return;
+		}
+	} else {
+		W.pub.n++;
 	}
-	int i = W.pub.n++;
 	memset(&W.pub.procs[i], 0, sizeof W.pub.procs[i]);
 	memset(&W.procs[i], 0, sizeof W.procs[i]);
 	W.pub.procs[i].pid = pid;
