@@ -301,17 +301,27 @@ static bool holds_sp(const struct sp_threads *t, uintptr_t start, uintptr_t end)
 /* A thread's stack: private read-write anonymous memory holding a thread's stack
  * pointer, right above a PROT_NONE mapping (the guard glibc and the runtime put
  * below every stack they make). The guard is what keeps a malloc'ed stack from
- * making the whole heap mapping around it "stack". */
-static void classify_stack(struct mapping *m, const struct mapping *prev,
+ * making the whole heap mapping around it "stack". A stack of the runtime's (--stacks)
+ * of more than 2 MiB is two mappings over its guard, for their THP advice differs:
+ * the top 2 MiB right above the rest; a stack pointer in either makes both stack.
+ * prev_guarded: prev is such memory right above a guard. Returns whether m is. */
+static bool classify_stack(struct mapping *m, struct mapping *prev, bool prev_guarded,
 			   const struct sp_threads *t)
 {
 	if (m->region != SP_REGION_ANON || m->perms[0] != 'r' || m->perms[1] != 'w' ||
 	    m->perms[3] != 'p')
-		return;
-	if (!prev || prev->end != m->start || strcmp(prev->perms, "---p") != 0)
-		return;
-	if (holds_sp(t, m->start, m->end))
-		m->region = SP_REGION_STACK;
+		return false;
+	if (!prev || prev->end != m->start)
+		return false;
+	if (strcmp(prev->perms, "---p") == 0) {
+		if (holds_sp(t, m->start, m->end))
+			m->region = SP_REGION_STACK;
+		return true;
+	}
+	if (prev_guarded && m->end - m->start == (2ul << 20) &&
+	    (prev->region == SP_REGION_STACK || holds_sp(t, m->start, m->end)))
+		m->region = prev->region = SP_REGION_STACK;
+	return false;
 }
 
 int sp_smaps_parse(int fd, struct sp_coverage *cov, uintptr_t lo, uintptr_t hi,
@@ -346,16 +356,17 @@ int sp_smaps_walk(int fd, const struct sp_threads *t,
 	struct sp_lines l;
 	const char *line;
 	struct mapping cur, next;
-	bool have = false;
+	bool have = false, guarded = false, next_guarded;
 	int garbage = 0, r;
 	sp_lines_init(&l, fd);
 	while ((r = sp_lines_next(&l, &line)) > 0) {
 		if (parse_header(line, &next)) {
-			if (t && t->n)
-				classify_stack(&next, have ? &cur : NULL, t);
+			next_guarded = t && t->n &&
+				       classify_stack(&next, have ? &cur : NULL, guarded, t);
 			if (have && (r = fn(&cur, arg)) != 0)
 				return r;
 			cur = next;
+			guarded = next_guarded;
 			have = true;
 			continue;
 		}

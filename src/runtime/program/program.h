@@ -79,6 +79,9 @@ struct rt_stack_stats {
 	uint64_t unmaps;       /* stacks given back to the kernel: more were free than kept */
 	uint64_t live;         /* stacks held by threads now (joinable ones until joined) */
 	uint64_t cached;       /* free stacks kept for the next threads now */
+	uint64_t looks;        /* looks at a running thread's top unit (PAGEMAP_SCAN) */
+	uint64_t collapsed;    /* top units found dense and collapsed into a huge page */
+	uint64_t collapse_failed; /* of those, refused (left advised, to khugepaged) */
 	/* Threads left on glibc's stack, by reason (enum sp_fall): thp_off (THP never or
 	 * disabled), unsupported (no THP; explicit scheduling or an attribute that
 	 * cannot be copied; the thread could not be started on our stack), mmap_failed,

@@ -1,8 +1,9 @@
 /* stacks.c - thread stacks on huge pages under --stacks (SUPERPAGE_STACKS=yes): a
  * thread the program starts without a stack of its own gets one of ours, 2 MiB-aligned,
- * a multiple of 2 MiB, on THP, with a guard page below; stacks come back when their
- * thread is joined, or has ended detached, and a few are kept for the next threads.
- * Everything else about the thread is as glibc would make it. */
+ * a multiple of 2 MiB, with a guard page below; huge only where the thread uses it
+ * (the 2 MiB units below the top on THP, the top unit once it is dense); stacks come
+ * back when their thread is joined, or has ended detached, and a few are kept for the
+ * next threads. Everything else about the thread is as glibc would make it. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,19 @@
 
 #define SLOTS 1024        /* stacks of ours at once: live, ended-detached, free */
 #define CACHE_MAX 8       /* free stacks kept for the next threads; more are unmapped */
+
+/* Where a thread's stack is huge. Every thread touches the top of its stack (glibc's
+ * descriptor and TLS, the first frames), most touch a few pages of it and no more:
+ * the top 2 MiB unit stays on base pages (MADV_NOHUGEPAGE: under THP "always" too,
+ * and khugepaged leaves it). A thread that reaches the units below has used all of
+ * the top one on its way: those units are MADV_HUGEPAGE and fault in huge as the
+ * thread reaches them (at most the deepest is partly used). The top unit is made
+ * huge (MADV_COLLAPSE) once at least DENSE_PAGES of its pages are resident: a
+ * collapse then adds at most a quarter of a unit. Stacks are looked at when the
+ * program starts, joins or detaches a thread (no timer and no thread of ours), at
+ * most LOOK_MAX at a time, each with one PAGEMAP_SCAN of its top unit. */
+#define DENSE_PAGES (PAGES_PER_UNIT * 3 / 4)
+#define LOOK_MAX 4
 
 /* ---------- the real calls ---------- */
 
@@ -79,6 +93,7 @@ static void find_real(void)
 /* ---------- counts, and saying the falls ---------- */
 
 static _Atomic uint64_t n_threads, n_bytes, n_maps, n_reused, n_unmaps, n_live, n_cached;
+static _Atomic uint64_t n_looks, n_collapsed, n_collapse_failed;
 static struct rt_said said;     /* reasons said already */
 
 /* Counts a thread left on glibc's stack; true if why is to be said: once per reason
@@ -105,6 +120,9 @@ void rt_stack_stats_get(struct rt_stack_stats *out)
 	out->unmaps = atomic_load(&n_unmaps);
 	out->live = atomic_load(&n_live);
 	out->cached = atomic_load(&n_cached);
+	out->looks = atomic_load(&n_looks);
+	out->collapsed = atomic_load(&n_collapsed);
+	out->collapse_failed = atomic_load(&n_collapse_failed);
 	uint64_t falls[SP_BACKING_COUNT][SP_FALL_COUNT];
 
 	sp_falls_get(SP_SITE_STACKS, falls);
@@ -181,6 +199,8 @@ struct slot {
 	int state;
 	uintptr_t lo, hi;
 	size_t guard;
+	bool top_huge;          /* its top unit is collapsed, or advised after a refusal */
+	bool looking;           /* a thread looks at its top unit now */
 	_Atomic pid_t tid;
 	void *(*fn)(void *);
 	void *arg;
@@ -197,7 +217,8 @@ struct gone { uintptr_t addr; size_t len; };
  * noted in out for munmap after the lock. */
 static void put_locked(struct slot *s, struct gone *out, int *n_out)
 {
-	if (atomic_load(&n_cached) < CACHE_MAX) {
+	/* (One being looked at is kept: its look ends in our memory.) */
+	if (atomic_load(&n_cached) < CACHE_MAX || s->looking) {
 		s->state = S_FREE;
 		atomic_fetch_add(&n_cached, 1);
 	} else {
@@ -269,7 +290,9 @@ static int map_stack(size_t size, size_t guard, uintptr_t *lo, int *err)
 		*err = -r;
 		return SP_FALL_MMAP;
 	}
-	r = sp_os->madvise((void *)a, size, MADV_HUGEPAGE);
+	r = sp_os->madvise((void *)(a + size - UNIT_SIZE), UNIT_SIZE, MADV_NOHUGEPAGE);
+	if (r >= 0 && size > UNIT_SIZE)
+		r = sp_os->madvise((void *)a, size - UNIT_SIZE, MADV_HUGEPAGE);
 	if (r < 0) {
 		sp_os->munmap((void *)(a - guard), guard + size);
 		*err = -r;
@@ -277,6 +300,128 @@ static int map_stack(size_t size, size_t guard, uintptr_t *lo, int *err)
 	}
 	*lo = a;
 	return -1;
+}
+
+/* ---------- the top unit, made huge once it is dense ---------- */
+
+static int pagemap_fd = -2;     /* /proc/self/pagemap; -2 unopened, -1 none */
+static unsigned look_next;      /* where the next look starts (under the lock) */
+
+/* The resident base pages of the unit at a, or -1 if the kernel cannot tell; *huge
+ * when it is one huge page already. */
+static int resident_pages(uintptr_t a, bool *huge)
+{
+	struct pr_region vec[32];
+	int fd = __atomic_load_n(&pagemap_fd, __ATOMIC_ACQUIRE), pages = 0;
+	uintptr_t p = a, end = a + UNIT_SIZE;
+
+	*huge = false;
+	if (fd == -2) {
+		int nfd = sp_os->open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0), want = -2;
+
+		if (nfd < 0)
+			nfd = -1;
+		if (!__atomic_compare_exchange_n(&pagemap_fd, &want, nfd, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE)) {
+			if (nfd >= 0)
+				sp_os->close(nfd);
+			nfd = want;
+		}
+		fd = nfd;
+	}
+	if (fd < 0)
+		return -1;
+	/* Runs of present pages, as many calls as the vector needs: one for a stack
+	 * touched from the top down. */
+	while (p < end) {
+		struct pr_scan_arg q = {
+			.size = sizeof q, .start = p, .end = end,
+			.vec = (uint64_t)(uintptr_t)vec, .vec_len = sizeof vec / sizeof *vec,
+			.category_mask = PR_PAGE_IS_PRESENT,
+			.return_mask = PR_PAGE_IS_PRESENT | PR_PAGE_IS_HUGE,
+		};
+		int n = sp_os->ioctl(fd, PR_PAGEMAP_SCAN, &q);
+
+		if (n < 0)
+			return -1;
+		for (int i = 0; i < n; i++) {
+			if (vec[i].categories & PR_PAGE_IS_HUGE)
+				*huge = true;
+			pages += (int)((vec[i].end - vec[i].start) / PAGE_SIZE);
+		}
+		if (q.walk_end <= p)
+			break; /* (no progress said: what was counted stands) */
+		p = (uintptr_t)q.walk_end;
+	}
+	return pages;
+}
+
+/* Looks at the top unit of a stack a thread runs on: huge already, or dense enough
+ * to collapse (then collapsed). True when the stack needs no more looks. */
+static bool look_top(uintptr_t top)
+{
+	bool huge;
+	int pages, r;
+
+	atomic_fetch_add(&n_looks, 1);
+	pages = resident_pages(top, &huge);
+	if (pages < 0)
+		return true; /* no PAGEMAP_SCAN: the top unit stays on base pages */
+	if (huge)
+		return true;
+	if ((size_t)pages < DENSE_PAGES)
+		return false;
+	/* Advised first: MADV_COLLAPSE refuses a MADV_NOHUGEPAGE range, and a refused
+	 * collapse (no huge page free now) is then khugepaged's to make. */
+	r = sp_os->madvise((void *)top, UNIT_SIZE, MADV_HUGEPAGE);
+	if (r >= 0)
+		r = sp_os->madvise((void *)top, UNIT_SIZE, MADV_COLLAPSE);
+	if (r < 0)
+		atomic_fetch_add(&n_collapse_failed, 1);
+	else
+		atomic_fetch_add(&n_collapsed, 1);
+	rt_verbose(2, "pid %d: --stacks: the top unit of a thread's stack at %p has %d of %d pages "
+		   "resident: %s", (int)getpid(), (void *)top, pages, (int)PAGES_PER_UNIT,
+		   r < 0 ? "the collapse was refused, left to khugepaged" : "collapsed");
+	return true;
+}
+
+/* At the program's pthread_create, pthread_join or pthread_detach: up to LOOK_MAX
+ * stacks of running threads whose top unit is not huge, from where the last look
+ * left off. Each is claimed under the lock and looked at without it; a stack freed
+ * meanwhile is only looked at (its memory stays mapped while it is looked at: it is
+ * unmapped only from the states it is not in). */
+static void look_some(void)
+{
+	struct slot *pick[LOOK_MAX];
+	uintptr_t top[LOOK_MAX];
+	int n = 0;
+
+	if (!atomic_load(&any) || pagemap_fd == -1)
+		return;
+	pthread_mutex_lock(&lock);
+	for (int k = 0; k < n_used && n < LOOK_MAX; k++) {
+		unsigned i = (look_next + (unsigned)k) % (unsigned)n_used;
+		struct slot *s = &slots[i];
+
+		if ((s->state == S_LIVE || s->state == S_DETACHED) && !s->top_huge &&
+		    !s->looking && atomic_load(&s->tid)) {
+			s->looking = true;
+			top[n] = s->hi - UNIT_SIZE;
+			pick[n++] = s;
+			look_next = i + 1;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	for (int i = 0; i < n; i++) {
+		bool done = look_top(top[i]);
+
+		pthread_mutex_lock(&lock);
+		pick[i]->looking = false;
+		if (done)
+			pick[i]->top_huge = true;
+		pthread_mutex_unlock(&lock);
+	}
 }
 
 static struct slot *find_free_locked(size_t size, size_t guard)
@@ -323,7 +468,7 @@ static struct slot *stack_get(size_t size, size_t guard, int *why, int *err)
 	/* With the cache full, free stacks (of other sizes, or this one is new) make
 	 * room: the stack taken now is kept when its thread is done. */
 	for (int i = 0; i < n_used && atomic_load(&n_cached) >= CACHE_MAX && n_gone < 16; i++)
-		if (slots[i].state == S_FREE) {
+		if (slots[i].state == S_FREE && !slots[i].looking) {
 			gone[n_gone++] = (struct gone){ slots[i].lo - slots[i].guard,
 							slots[i].hi - slots[i].lo + slots[i].guard };
 			slots[i].state = S_EMPTY;
@@ -348,6 +493,7 @@ static struct slot *stack_get(size_t size, size_t guard, int *why, int *err)
 		s->lo = lo;
 		s->hi = lo + size;
 		s->guard = guard;
+		s->top_huge = false;
 		s->state = S_LIVE;
 	}
 	pthread_mutex_unlock(&lock);
@@ -412,6 +558,8 @@ void stacks_fork_child(void)
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
 
 	pthread_mutex_init(&lock, NULL);
+	for (int i = 0; i < n_used; i++)
+		slots[i].looking = false; /* (the parent's lookers are not in the child) */
 	for (int i = 0; i < n_used; i++)
 		if ((slots[i].state == S_LIVE || slots[i].state == S_DETACHED) &&
 		    slots[i].lo <= here && here < slots[i].hi)
@@ -501,6 +649,7 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 	rt_init(); /* the options: read even when the heap cannot start */
 	if (rt_options()->stacks) {
 		pthread_once(&decide_once, decide);
+		look_some();
 		if (on && huge_create(th, attr, fn, arg)) {
 			errno = e;
 			return 0;
@@ -519,6 +668,7 @@ EXPORT int pthread_join(pthread_t t, void **ret)
 	int r;
 
 	pthread_once(&real_once, find_real);
+	look_some();
 	r = ((join_fn)need(real.join, "pthread_join"))(t, ret);
 	if (r == 0)
 		joined(t);
@@ -530,6 +680,7 @@ EXPORT int pthread_tryjoin_np(pthread_t t, void **ret)
 	int r;
 
 	pthread_once(&real_once, find_real);
+	look_some();
 	r = ((join_fn)need(real.tryjoin, "pthread_tryjoin_np"))(t, ret);
 	if (r == 0)
 		joined(t);
@@ -541,6 +692,7 @@ EXPORT int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespec *
 	int r;
 
 	pthread_once(&real_once, find_real);
+	look_some();
 	r = ((timedjoin_fn)need(real.timedjoin, "pthread_timedjoin_np"))(t, ret, abstime);
 	if (r == 0)
 		joined(t);
@@ -553,6 +705,7 @@ EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
 	int r;
 
 	pthread_once(&real_once, find_real);
+	look_some();
 	r = ((clockjoin_fn)need(real.clockjoin, "pthread_clockjoin_np"))(t, ret, clock, abstime);
 	if (r == 0)
 		joined(t);
@@ -568,6 +721,7 @@ EXPORT int pthread_detach(pthread_t t)
 	int r;
 
 	pthread_once(&real_once, find_real);
+	look_some();
 	r = ((detach_fn)need(real.detach, "pthread_detach"))(t);
 	if (r != 0 || !atomic_load(&any))
 		return r;

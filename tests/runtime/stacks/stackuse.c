@@ -3,7 +3,8 @@
  * blocked at their deepest frame while a test reads the process from outside; a stack
  * overflow that must end on the guard page; stacks reused across joined and detached
  * threads; fork from a thread; a stack of the program's own.
- * Usage: stackuse [nothp] deep | hold | guard | reuse | fork | own | attrs
+ * Usage: stackuse [nothp] deep | hold | bigdeep | bighold | guard | reuse | fork | own |
+ *        attrs | sweep | idle N
  *   nothp  first sets PR_SET_THP_DISABLE and executes itself again with the rest
  *   deep   64 threads recurse 1 MiB deep and print their sums (the same output on any
  *          stack), plus 4 threads with a stack size of their own (3 MiB and 1.5 MiB)
@@ -18,6 +19,13 @@
  *   own    a thread on a stack the program mapped itself: prints whether it ran there
  *   attrs  threads' attributes as asked: detach state, CPU affinity (set, and inherited),
  *          signal mask, guard size; return values of pthread_exit and cancellation
+ *   bigdeep, bighold  as deep and hold with 4 threads on 8 MiB stacks, 6.3 MiB deep
+ *   idle N N threads touch 16 KiB of their stacks and wait at a barrier; prints the
+ *          resident and huge bytes of their stacks (smaps) and of the process, after
+ *          one more thread has been started and joined
+ *   sweep  a thread on an 8 MiB stack recurses 6.3 MiB deep and waits there; prints its
+ *          stack's resident and huge bytes (smaps) before and after one more thread has
+ *          been started and joined, and the process's resident bytes
  * Exits 1 at the first result that is not what it must be. */
 #include <errno.h>
 #include <pthread.h>
@@ -39,6 +47,10 @@
 #define THREADS 64
 #define FRAME 1000        /* bytes of each frame's buffer */
 #define DEPTH 1100        /* frames: over 1 MiB of buffers, more of stack */
+#define BIG_DEPTH 6300    /* frames: over 6 MiB of buffers, below three units of 2 MiB */
+#define BIG_THREADS 4
+
+static unsigned depth = DEPTH;
 
 static void die(const char *what)
 {
@@ -81,16 +93,16 @@ static uint64_t recurse(unsigned d, uint64_t s)
 	return (below * 31) ^ sum ^ d;
 }
 
-static uint64_t flat(unsigned depth, uint64_t s)
+static uint64_t flat(unsigned frames, uint64_t s)
 {
-	static uint64_t seeds[DEPTH + 1];
+	static uint64_t seeds[BIG_DEPTH + 1];
 	uint64_t h = 0;
 
-	for (unsigned d = depth + 1; d-- > 0;) {
+	for (unsigned d = frames + 1; d-- > 0;) {
 		seeds[d] = s;
 		s = next_seed(s);
 	}
-	for (unsigned d = 0; d <= depth; d++) {
+	for (unsigned d = 0; d <= frames; d++) {
 		uint64_t sum = 0;
 		for (unsigned k = 0; k < FRAME; k++)
 			sum += byte_of(seeds[d], k, d);
@@ -103,7 +115,7 @@ static void *deep_thread(void *arg)
 {
 	uintptr_t i = (uintptr_t)arg;
 
-	return (void *)(uintptr_t)recurse(DEPTH, 0x5350000000ull + i);
+	return (void *)(uintptr_t)recurse(depth, 0x5350000000ull + i);
 }
 
 static void start(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
@@ -114,7 +126,7 @@ static void start(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 		die_err("pthread_create", r);
 }
 
-static void deep(bool hold)
+static void deep(bool hold, bool big)
 {
 	pthread_t t[THREADS + 4];
 	pthread_attr_t attr;
@@ -126,11 +138,20 @@ static void deep(bool hold)
 			die("pipe");
 		hold_fd = fds[0];
 	}
-	for (uintptr_t i = 0; i < THREADS; i++)
-		start(&t[n++], NULL, deep_thread, (void *)i);
-	/* Sizes of their own: one rounded up to 2 MiB, one that is not a multiple. */
 	pthread_attr_init(&attr);
-	for (uintptr_t i = 0; i < 4; i++) {
+	if (big) {
+		depth = BIG_DEPTH;
+		int r = pthread_attr_setstacksize(&attr, 8 * MB);
+		if (r)
+			die_err("pthread_attr_setstacksize", r);
+		for (uintptr_t i = 0; i < BIG_THREADS; i++)
+			start(&t[n++], &attr, deep_thread, (void *)i);
+	} else {
+		for (uintptr_t i = 0; i < THREADS; i++)
+			start(&t[n++], NULL, deep_thread, (void *)i);
+	}
+	/* Sizes of their own: one rounded up to 2 MiB, one that is not a multiple. */
+	for (uintptr_t i = 0; i < 4 && !big; i++) {
 		size_t size = i < 2 ? 3 * MB : 3 * MB / 2;
 		int r = pthread_attr_setstacksize(&attr, size);
 		if (r)
@@ -153,7 +174,7 @@ static void deep(bool hold)
 		int r = pthread_join(t[i], &ret);
 		if (r)
 			die_err("pthread_join", r);
-		uint64_t want = flat(DEPTH, 0x5350000000ull + (uint64_t)i);
+		uint64_t want = flat(depth, 0x5350000000ull + (uint64_t)i);
 		if ((uintptr_t)ret != (uintptr_t)want) {
 			printf("stackuse: FAILED: thread %d sums %016llx, want %016llx\n", i,
 			       (unsigned long long)(uintptr_t)ret, (unsigned long long)want);
@@ -162,7 +183,7 @@ static void deep(bool hold)
 		printf("thread %d sum %016llx\n", i, (unsigned long long)want);
 	}
 	printf("deep: %d threads, %lu KiB of frames each, sums as without recursion\n", n,
-	       (unsigned long)((DEPTH + 1) * FRAME / KB));
+	       (unsigned long)((depth + 1) * FRAME / KB));
 }
 
 /* ---------- the guard ---------- */
@@ -538,6 +559,187 @@ static void attrs(void)
 	join_one(NULL, "inherited");
 }
 
+/* ---------- what a thread's stack costs: idle threads, one deep one ---------- */
+
+/* Bytes resident and on huge pages (smaps' Rss, AnonHugePages) of the writable
+ * mappings in [lo, hi): a thread's stack, as pthread_getattr_np gives it. */
+static void stack_cost(uintptr_t lo, uintptr_t hi, uint64_t *rss, uint64_t *huge)
+{
+	char line[512], perms[8];
+	unsigned long a, b, kb;
+	bool in = false;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		die("fopen /proc/self/smaps");
+	*rss = *huge = 0;
+	while (fgets(line, sizeof line, f)) {
+		if (sscanf(line, "%lx-%lx %7s", &a, &b, perms) == 3)
+			in = a < hi && b > lo && perms[1] == 'w';
+		else if (in && sscanf(line, "Rss: %lu kB", &kb) == 1)
+			*rss += kb * KB;
+		else if (in && sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
+			*huge += kb * KB;
+	}
+	fclose(f);
+}
+
+static uint64_t process_rss(void)
+{
+	char line[256];
+	unsigned long kb = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		die("fopen /proc/self/status");
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmRSS: %lu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * KB;
+}
+
+/* The range of the calling thread's stack. */
+static void my_stack(uintptr_t *lo, uintptr_t *hi)
+{
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+
+	if (pthread_getattr_np(pthread_self(), &attr))
+		die("pthread_getattr_np");
+	pthread_attr_getstack(&attr, &addr, &size);
+	pthread_attr_destroy(&attr);
+	*lo = (uintptr_t)addr;
+	*hi = (uintptr_t)addr + size;
+}
+
+static void *nothing_thread(void *arg) { return arg; }
+
+/* One more thread started and joined: where a runtime may look at the stacks. */
+static void one_more(void)
+{
+	pthread_t t;
+
+	start(&t, NULL, nothing_thread, NULL);
+	if (pthread_join(t, NULL))
+		die("pthread_join");
+}
+
+#define IDLE_MAX 256
+#define IDLE_TOUCH (16 * KB)
+
+static pthread_barrier_t idle_in, idle_out;
+static uintptr_t idle_lo[IDLE_MAX], idle_hi[IDLE_MAX];
+
+static void *idle_thread(void *arg)
+{
+	uintptr_t i = (uintptr_t)arg;
+	volatile unsigned char buf[IDLE_TOUCH];
+
+	for (size_t k = 0; k < sizeof buf; k += 512)
+		buf[k] = (unsigned char)(i + k);
+	my_stack(&idle_lo[i], &idle_hi[i]);
+	pthread_barrier_wait(&idle_in);
+	pthread_barrier_wait(&idle_out);
+	return (void *)(uintptr_t)buf[512];
+}
+
+static void idle(int n)
+{
+	pthread_t t[IDLE_MAX];
+	uint64_t rss = 0, huge = 0, r, h, prss;
+
+	if (n < 1 || n > IDLE_MAX)
+		die("idle: 1 to 256 threads");
+	if (pthread_barrier_init(&idle_in, NULL, (unsigned)n + 1) ||
+	    pthread_barrier_init(&idle_out, NULL, (unsigned)n + 1))
+		die("pthread_barrier_init");
+	for (int i = 0; i < n; i++)
+		start(&t[i], NULL, idle_thread, (void *)(uintptr_t)i);
+	pthread_barrier_wait(&idle_in);
+	one_more();
+	for (int i = 0; i < n; i++) {
+		stack_cost(idle_lo[i], idle_hi[i], &r, &h);
+		rss += r;
+		huge += h;
+	}
+	prss = process_rss();
+	printf("idle: %d threads, %lu KiB touched each; stacks %llu KiB resident, %llu KiB huge; "
+	       "process %llu KiB resident\n", n, (unsigned long)(IDLE_TOUCH / KB),
+	       (unsigned long long)(rss / KB), (unsigned long long)(huge / KB),
+	       (unsigned long long)(prss / KB));
+	pthread_barrier_wait(&idle_out);
+	for (int i = 0; i < n; i++)
+		if (pthread_join(t[i], NULL))
+			die("pthread_join");
+}
+
+static sem_t at_depth;
+static int sweep_go[2];
+static uintptr_t sweep_lo, sweep_hi;
+
+static uint64_t sweep_down(unsigned d, uint64_t s)
+{
+	volatile unsigned char buf[FRAME];
+	uint64_t below = 0, sum = 0;
+
+	for (unsigned k = 0; k < FRAME; k++)
+		buf[k] = byte_of(s, k, d);
+	if (d)
+		below = sweep_down(d - 1, next_seed(s));
+	else {
+		char c;
+		sem_post(&at_depth);
+		if (read(sweep_go[0], &c, 1) != 1)
+			die("read the go-ahead");
+	}
+	for (unsigned k = 0; k < FRAME; k++)
+		sum += buf[k];
+	return (below * 31) ^ sum ^ d;
+}
+
+static void *sweep_thread(void *arg)
+{
+	my_stack(&sweep_lo, &sweep_hi);
+	return (void *)(uintptr_t)sweep_down(BIG_DEPTH, (uintptr_t)arg);
+}
+
+static void sweep(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	uint64_t rss, huge, prss;
+	void *ret;
+
+	if (sem_init(&at_depth, 0, 0) || pipe(sweep_go))
+		die("sem_init or pipe");
+	pthread_attr_init(&attr);
+	if (pthread_attr_setstacksize(&attr, 8 * MB))
+		die("pthread_attr_setstacksize");
+	start(&t, &attr, sweep_thread, (void *)77);
+	pthread_attr_destroy(&attr);
+	while (sem_wait(&at_depth) && errno == EINTR)
+		;
+	stack_cost(sweep_lo, sweep_hi, &rss, &huge);
+	printf("sweep: %lu KiB of frames, stack %llu KiB resident, %llu KiB huge\n",
+	       (unsigned long)((BIG_DEPTH + 1) * FRAME / KB), (unsigned long long)(rss / KB),
+	       (unsigned long long)(huge / KB));
+	one_more();
+	stack_cost(sweep_lo, sweep_hi, &rss, &huge);
+	prss = process_rss();
+	printf("sweep: after one more thread, stack %llu KiB resident, %llu KiB huge; "
+	       "process %llu KiB resident\n", (unsigned long long)(rss / KB),
+	       (unsigned long long)(huge / KB), (unsigned long long)(prss / KB));
+	if (write(sweep_go[1], "g", 1) != 1)
+		die("write the go-ahead");
+	if (pthread_join(t, &ret))
+		die("pthread_join");
+	if ((uintptr_t)ret != (uintptr_t)flat(BIG_DEPTH, 77))
+		die("the deep thread's sum");
+	printf("sweep: the sum as without recursion\n");
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -551,9 +753,17 @@ int main(int argc, char **argv)
 		die("execv");
 	}
 	if (!strcmp(mode, "deep"))
-		deep(false);
+		deep(false, false);
 	else if (!strcmp(mode, "hold"))
-		deep(true);
+		deep(true, false);
+	else if (!strcmp(mode, "bigdeep"))
+		deep(false, true);
+	else if (!strcmp(mode, "bighold"))
+		deep(true, true);
+	else if (!strcmp(mode, "idle") && argc > 2)
+		idle(atoi(argv[2]));
+	else if (!strcmp(mode, "sweep"))
+		sweep();
 	else if (!strcmp(mode, "guard"))
 		guard();
 	else if (!strcmp(mode, "reuse"))
@@ -565,7 +775,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "attrs"))
 		attrs();
 	else {
-		fprintf(stderr, "usage: stackuse [nothp] deep|hold|guard|reuse|fork|own|attrs\n");
+		fprintf(stderr, "usage: stackuse [nothp] deep|hold|bigdeep|bighold|guard|reuse|fork|"
+			"own|attrs|sweep|idle N\n");
 		return 2;
 	}
 	return 0;

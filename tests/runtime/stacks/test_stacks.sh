@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_stacks.sh - tests superpage run --stacks: threads on stacks of the runtime's (2 MiB-
-# aligned, on THP, a guard page below) give the program's output as without it; their
-# stacks show as region stack on huge pages in superpage stat; an overflow ends on the
-# guard; stacks are reused; fork from a thread, and a stack of the program's own, work.
+# aligned, a guard page below) give the program's output as without it; idle threads'
+# stacks cost the pages they touch, a deep thread's are huge and show as region stack
+# on huge pages in superpage stat; an overflow ends on the guard; stacks are reused;
+# fork from a thread, and a stack of the program's own, work.
 # Usage: tests/runtime/stacks/test_stacks.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
 # "SKIP name: why" per test. Nothing on the machine is changed.
 set -u
@@ -100,14 +101,19 @@ test_same_output() {
 
 # ---------- (b) while the threads are blocked, superpage stat shows their stacks ----------
 
-# Runs stackuse hold under superpage run with options, and superpage stat --json on it
-# once its threads are all waiting at their deepest frame: $tmp/name.stat.
-stat_held() { # name superpage-run-options...
-	local name=$1 pid='' fifo=$tmp/$1.fifo
-	shift
+# Runs stackuse hold (or bighold) under superpage run with options, and superpage
+# stat --json on it once its threads are all waiting at their deepest frame:
+# $tmp/name.stat. Its output is to be the plain run's ($tmp/plain.out, or bigplain.out).
+stat_held() { # name hold|bighold superpage-run-options...
+	local name=$1 mode=$2 pid='' fifo=$tmp/$1.fifo ref=$tmp/plain.out enough=$((128 * MB))
+	shift 2
+	if [ "$mode" = bighold ]; then
+		ref=$tmp/bigplain.out
+		enough=$((24 * MB))
+	fi
 	why=''
 	mkfifo "$fifo" || { why="mkfifo failed"; return 1; }
-	"$SP" run "$@" -- "$PROG" hold <"$fifo" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+	"$SP" run "$@" -- "$PROG" "$mode" <"$fifo" >"$tmp/$name.out" 2>"$tmp/$name.err" &
 	held=$!
 	exec {hold_fd}>"$fifo"
 	for _ in $(seq 300); do
@@ -130,7 +136,7 @@ stat_held() { # name superpage-run-options...
 				best=${bytes:-0}
 				cp "$tmp/$name.try" "$tmp/$name.stat"
 			fi
-			[ "$best" -ge $((128 * MB)) ] && break
+			[ "$best" -ge "$enough" ] && break
 			sleep 0.2
 		done
 	else
@@ -143,14 +149,17 @@ stat_held() { # name superpage-run-options...
 	if [ -z "$why" ] && [ "$rc" != 0 ]; then
 		why="exited $rc: $(oneline "$tmp/$name.out") $(oneline "$tmp/$name.err")"
 	fi
-	if [ -z "$why" ] && ! diff <(grep -v '^ready' "$tmp/$name.out") "$tmp/plain.out" >/dev/null; then
-		why="stdout differs from the plain deep run: $(diff <(grep -v '^ready' "$tmp/$name.out") "$tmp/plain.out" | head -n 4 | tr '\n' ' ')"
+	if [ -z "$why" ] && ! diff <(grep -v '^ready' "$tmp/$name.out") "$ref" >/dev/null; then
+		why="stdout differs from the plain deep run: $(diff <(grep -v '^ready' "$tmp/$name.out") "$ref" | head -n 4 | tr '\n' ' ')"
 	fi
 	[ -z "$why" ]
 }
 
+# 4 threads 6.3 MiB deep in stacks of 8 MiB: the two units below the top one that each
+# has gone through (and the deepest, partly used) are huge; the top units are not
+# looked at while the threads are there (no thread is started or joined).
 test_stat_huge() {
-	local huge bytes want=$((64 * 2 * MB))
+	local huge bytes want=$((4 * 2 * 2 * MB))
 	if [ -n "$thp_why" ]; then
 		skip stacks_stat_huge "$thp_why"
 		return
@@ -158,16 +167,91 @@ test_stat_huge() {
 		skip stacks_stat_huge "no jq or python3 to read JSON"
 		return
 	fi
-	if ! stat_held held --stacks; then
+	run bigplain "$PROG" bigdeep
+	if [ "$rc" != 0 ]; then
+		fail stacks_stat_huge "$PROG bigdeep exited $rc without superpage: $(oneline "$tmp/bigplain.out") $(oneline "$tmp/bigplain.err")"
+		return
+	fi
+	if ! stat_held held bighold --stacks; then
 		fail stacks_stat_huge "$why"
 		return
 	fi
 	huge=$(json "$tmp/held.stat" regions.stack.huge_bytes)
 	bytes=$(json "$tmp/held.stat" regions.stack.bytes)
 	if [ -z "$huge" ] || [ "$huge" -lt "$want" ]; then
-		fail stacks_stat_huge "region stack has ${huge:-no} huge bytes, want at least $want (64 x 2 MiB): $(head -c 400 "$tmp/held.stat")"
+		fail stacks_stat_huge "region stack has ${huge:-no} huge bytes, want at least $want (4 threads x 2 units of 2 MiB): $(head -c 400 "$tmp/held.stat")"
 	else
 		pass stacks_stat_huge "(stack $((bytes / MB)) MiB resident, $((huge / MB)) MiB huge)"
+	fi
+}
+
+# ---------- (b2) idle threads cost what they touch; a deep one is huge ----------
+
+# 36 threads that touch 16 KiB of their stacks and wait: their stacks (smaps of the
+# mappings each thread's stack lies in) have no huge page and at most 64 KiB resident
+# each (the 16 KiB, glibc's descriptor and TLS, the first frames), after one more
+# thread was started and joined (where the runtime looks at stacks); the process has
+# at most that much more resident than without --stacks.
+test_idle() {
+	local n=36 each=$((64 * 1024)) line stk huge proc plain_proc threads
+	if [ -n "$thp_why" ]; then
+		skip stacks_idle "$thp_why"
+		return
+	fi
+	run idle_plain "$SP" run -- "$PROG" idle $n
+	plain_proc=$(sed -n 's/^idle: .* process \([0-9]*\) KiB resident$/\1/p' "$tmp/idle_plain.out")
+	run idle "$SP" run --stacks --stats="$tmp/idle.json" -- "$PROG" idle $n
+	line=$(grep '^idle: ' "$tmp/idle.out")
+	read -r stk huge proc < <(sed -n 's/^idle: .*; stacks \([0-9]*\) KiB resident, \([0-9]*\) KiB huge; process \([0-9]*\) KiB resident$/\1 \2 \3/p' "$tmp/idle.out")
+	why=''
+	if [ "$rc" != 0 ] || [ -z "$proc" ] || [ -z "$plain_proc" ]; then
+		why="exited $rc: $(oneline "$tmp/idle.out") $(oneline "$tmp/idle.err") / $(oneline "$tmp/idle_plain.out")"
+	elif [ "$huge" != 0 ]; then
+		why="$huge KiB of idle threads' stacks huge, want none: $line"
+	elif [ "$stk" -gt $((n * each / 1024)) ]; then
+		why="$stk KiB of idle threads' stacks resident, want at most $((n * each / 1024)) ($n x 64 KiB): $line"
+	elif [ $((proc - plain_proc)) -gt $((n * each / 1024)) ]; then
+		why="the process has $proc KiB resident, $plain_proc KiB without --stacks: more than $n x 64 KiB apart"
+	elif have_json && threads=$(json "$tmp/idle.json" stacks.threads) && [ "$threads" != $((n + 1)) ]; then
+		why="$threads threads on stacks of ours, want $((n + 1)): $(head -c 600 "$tmp/idle.json")"
+	fi
+	if [ -z "$why" ]; then
+		pass stacks_idle "(stacks $stk KiB resident, 0 huge; process $proc KiB, $plain_proc KiB without --stacks)"
+	else
+		fail stacks_idle "$why"
+	fi
+}
+
+# A thread 6.3 MiB deep in an 8 MiB stack: the units below the top are huge as it
+# reaches them (at least 4 MiB of them before any look), and when one more thread is
+# started, the top unit is looked at, found dense (at least 3/4 of its pages) and
+# collapsed (-vv says which; a collapse the kernel refuses for want of a free huge
+# page is said so, and not counted against the rule).
+test_sweep() {
+	local before after said pages
+	if [ -n "$thp_why" ]; then
+		skip stacks_sweep "$thp_why"
+		return
+	fi
+	run sweep "$SP" run --stacks -vv -- "$PROG" sweep
+	before=$(sed -n 's/^sweep: [0-9]* KiB of frames, stack [0-9]* KiB resident, \([0-9]*\) KiB huge$/\1/p' "$tmp/sweep.out")
+	after=$(sed -n 's/^sweep: after one more thread, stack [0-9]* KiB resident, \([0-9]*\) KiB huge;.*/\1/p' "$tmp/sweep.out")
+	said=$(grep -c 'top unit of a thread.s stack at .* pages resident: \(collapsed\|the collapse was refused\)' "$tmp/sweep.err")
+	pages=$(sed -n 's/.*top unit of a thread.s stack at .* has \([0-9]*\) of 512 pages resident.*/\1/p' "$tmp/sweep.err" | head -n 1)
+	why=''
+	if [ "$rc" != 0 ] || [ -z "$after" ] || ! grep -q '^sweep: the sum as without recursion$' "$tmp/sweep.out"; then
+		why="exited $rc: $(oneline "$tmp/sweep.out") $(oneline "$tmp/sweep.err")"
+	elif [ "$before" -lt 4096 ]; then
+		why="$before KiB of the deep thread's stack huge, want at least 4096: $(oneline "$tmp/sweep.out" 3)"
+	elif [ "$said" != 1 ] || [ "${pages:-0}" -lt 384 ]; then
+		why="the deep thread's top unit was not found dense once ($said times, ${pages:-no} pages): $(grep -- '--stacks' "$tmp/sweep.err" | head -n 3 | tr '\n' ' ')"
+	elif [ "$after" -lt "$before" ]; then
+		why="$after KiB huge after the look, $before before"
+	fi
+	if [ -z "$why" ]; then
+		pass stacks_sweep "($before KiB huge, $after KiB after the look at $pages resident pages of the top unit)"
+	else
+		fail stacks_sweep "$why"
 	fi
 }
 
@@ -179,7 +263,7 @@ test_stat_off() {
 		skip stacks_stat_off "no jq or python3 to read JSON"
 		return
 	fi
-	if ! stat_held off; then
+	if ! stat_held off hold; then
 		fail stacks_stat_off "$why"
 		return
 	fi
@@ -353,6 +437,8 @@ test_4k() {
 test_same_output
 test_stat_huge
 test_stat_off
+test_idle
+test_sweep
 test_guard
 test_reuse
 test_fork
