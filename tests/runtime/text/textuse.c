@@ -13,7 +13,8 @@
  *   smaps    the chain, then the bytes of the functions' mappings that are resident
  *            and on huge pages: "text=N huge=N hugetlb=N filepmd=N" (filepmd: huge
  *            pages of the page cache, mapped from the file)
- *   all      the chain, 4 threads that recurse 256 KiB deep, a 4 MiB SysV segment
+ *   all      the chain, 4 threads that recurse 2.5 MiB deep (--stacks makes a stack
+ *            huge below its top 2 MiB), a 4 MiB SysV segment
  *            and a 4 MiB MAP_SHARED|MAP_ANONYMOUS mapping shared with a child that
  *            writes them; "ready" while the threads wait at their deepest frame,
  *            until stdin ends (for superpage stat of text, stack and shm at once)
@@ -175,7 +176,7 @@ static int data_test(void)
 /* ---------- all: text, thread stacks and shared memory at once ---------- */
 
 #define SHM_BYTES (4u << 20)
-#define DEPTH 256 /* frames of 1 KiB */
+#define DEPTH 2600 /* frames of 1 KiB */
 
 static pthread_barrier_t deep, done;
 
