@@ -397,7 +397,7 @@ static void look_some(void)
 	uintptr_t top[LOOK_MAX];
 	int n = 0;
 
-	if (!atomic_load(&any) || pagemap_fd == -1)
+	if (!atomic_load(&any) || __atomic_load_n(&pagemap_fd, __ATOMIC_RELAXED) == -1)
 		return;
 	pthread_mutex_lock(&lock);
 	for (int k = 0; k < n_used && n < LOOK_MAX; k++) {
