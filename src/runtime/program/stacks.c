@@ -520,6 +520,8 @@ static void joined(pthread_t t)
 {
 	struct gone gone[1];
 	struct slot *s;
+	uintptr_t lo = 0;
+	size_t below = 0;
 	int n_gone = 0;
 
 	if (!atomic_load(&any))
@@ -528,9 +530,25 @@ static void joined(pthread_t t)
 	s = find_locked(t, S_LIVE);
 	if (s) {
 		atomic_fetch_sub(&n_live, 1);
-		put_locked(s, gone, &n_gone);
+		/* A stack to be kept gives back what is below its top unit first (off the
+		 * books meanwhile), as glibc gives back the part of its own stacks an
+		 * ended thread no longer uses: the next thread on it starts with no
+		 * more than the top unit resident, and a deep one faults in huge again. */
+		if (s->hi - s->lo > UNIT_SIZE && atomic_load(&n_cached) < CACHE_MAX) {
+			s->state = S_CLAIMED;
+			lo = s->lo;
+			below = s->hi - s->lo - UNIT_SIZE;
+		} else {
+			put_locked(s, gone, &n_gone);
+		}
 	}
 	pthread_mutex_unlock(&lock);
+	if (below) {
+		sp_os->madvise((void *)lo, below, MADV_DONTNEED);
+		pthread_mutex_lock(&lock);
+		put_locked(s, gone, &n_gone);
+		pthread_mutex_unlock(&lock);
+	}
 	unmap_all(gone, n_gone);
 }
 

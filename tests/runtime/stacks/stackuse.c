@@ -25,7 +25,8 @@
  *          one more thread has been started and joined
  *   sweep  a thread on an 8 MiB stack recurses 6.3 MiB deep and waits there; prints its
  *          stack's resident and huge bytes (smaps) before and after one more thread has
- *          been started and joined, and the process's resident bytes
+ *          been started and joined, and the process's resident bytes; then its stack's
+ *          resident bytes once it has been joined
  * Exits 1 at the first result that is not what it must be. */
 #include <errno.h>
 #include <pthread.h>
@@ -738,6 +739,9 @@ static void sweep(void)
 	if ((uintptr_t)ret != (uintptr_t)flat(BIG_DEPTH, 77))
 		die("the deep thread's sum");
 	printf("sweep: the sum as without recursion\n");
+	/* Its stack, kept for the next thread (glibc's or the runtime's cache). */
+	stack_cost(sweep_lo, sweep_hi, &rss, &huge);
+	printf("sweep: joined, its stack %llu KiB resident\n", (unsigned long long)(rss / KB));
 }
 
 int main(int argc, char **argv)

@@ -226,9 +226,10 @@ test_idle() {
 # reaches them (at least 4 MiB of them before any look), and when one more thread is
 # started, the top unit is looked at, found dense (at least 3/4 of its pages) and
 # collapsed (-vv says which; a collapse the kernel refuses for want of a free huge
-# page is said so, and not counted against the rule).
+# page is said so, and not counted against the rule). Joined, its stack is kept with
+# no more than its top unit resident.
 test_sweep() {
-	local before after said pages
+	local before after said pages joined
 	if [ -n "$thp_why" ]; then
 		skip stacks_sweep "$thp_why"
 		return
@@ -238,6 +239,7 @@ test_sweep() {
 	after=$(sed -n 's/^sweep: after one more thread, stack [0-9]* KiB resident, \([0-9]*\) KiB huge;.*/\1/p' "$tmp/sweep.out")
 	said=$(grep -c 'top unit of a thread.s stack at .* pages resident: \(collapsed\|the collapse was refused\)' "$tmp/sweep.err")
 	pages=$(sed -n 's/.*top unit of a thread.s stack at .* has \([0-9]*\) of 512 pages resident.*/\1/p' "$tmp/sweep.err" | head -n 1)
+	joined=$(sed -n 's/^sweep: joined, its stack \([0-9]*\) KiB resident$/\1/p' "$tmp/sweep.out")
 	why=''
 	if [ "$rc" != 0 ] || [ -z "$after" ] || ! grep -q '^sweep: the sum as without recursion$' "$tmp/sweep.out"; then
 		why="exited $rc: $(oneline "$tmp/sweep.out") $(oneline "$tmp/sweep.err")"
@@ -247,9 +249,11 @@ test_sweep() {
 		why="the deep thread's top unit was not found dense once ($said times, ${pages:-no} pages): $(grep -- '--stacks' "$tmp/sweep.err" | head -n 3 | tr '\n' ' ')"
 	elif [ "$after" -lt "$before" ]; then
 		why="$after KiB huge after the look, $before before"
+	elif [ "${joined:-99999}" -gt 2048 ]; then
+		why="the deep thread's stack, joined and kept, has ${joined:-?} KiB resident, want at most its top 2048"
 	fi
 	if [ -z "$why" ]; then
-		pass stacks_sweep "($before KiB huge, $after KiB after the look at $pages resident pages of the top unit)"
+		pass stacks_sweep "($before KiB huge, $after KiB after the look at $pages resident pages of the top unit; $joined KiB once joined)"
 	else
 		fail stacks_sweep "$why"
 	fi
