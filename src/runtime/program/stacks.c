@@ -304,33 +304,21 @@ static int map_stack(size_t size, size_t guard, uintptr_t *lo, int *err)
 
 /* ---------- the top unit, made huge once it is dense ---------- */
 
-static int pagemap_fd = -2;     /* /proc/self/pagemap; -2 unopened, -1 none */
+/* Whether /proc/self/pagemap could not be opened (then no stack's top is looked at).
+ * It is opened for each look and closed after it: an fd kept open would be the
+ * program's to see, close or reuse, and after a fork would read the parent's memory. */
+static _Atomic bool pagemap_none;
 static unsigned look_next;      /* where the next look starts (under the lock) */
 
-/* The resident base pages of the unit at a, or -1 if the kernel cannot tell; *huge
- * when it is one huge page already. */
-static int resident_pages(uintptr_t a, bool *huge)
+/* The resident base pages of the unit at a, through the pagemap fd, or -1 if the
+ * kernel cannot tell; *huge when it is one huge page already. */
+static int resident_pages(int fd, uintptr_t a, bool *huge)
 {
 	struct pr_region vec[32];
-	int fd = __atomic_load_n(&pagemap_fd, __ATOMIC_ACQUIRE), pages = 0;
+	int pages = 0;
 	uintptr_t p = a, end = a + UNIT_SIZE;
 
 	*huge = false;
-	if (fd == -2) {
-		int nfd = sp_os->open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0), want = -2;
-
-		if (nfd < 0)
-			nfd = -1;
-		if (!__atomic_compare_exchange_n(&pagemap_fd, &want, nfd, false, __ATOMIC_ACQ_REL,
-						 __ATOMIC_ACQUIRE)) {
-			if (nfd >= 0)
-				sp_os->close(nfd);
-			nfd = want;
-		}
-		fd = nfd;
-	}
-	if (fd < 0)
-		return -1;
 	/* Runs of present pages, as many calls as the vector needs: one for a stack
 	 * touched from the top down. */
 	while (p < end) {
@@ -358,13 +346,13 @@ static int resident_pages(uintptr_t a, bool *huge)
 
 /* Looks at the top unit of a stack a thread runs on: huge already, or dense enough
  * to collapse (then collapsed). True when the stack needs no more looks. */
-static bool look_top(uintptr_t top)
+static bool look_top(int fd, uintptr_t top)
 {
 	bool huge;
 	int pages, r;
 
 	atomic_fetch_add(&n_looks, 1);
-	pages = resident_pages(top, &huge);
+	pages = resident_pages(fd, top, &huge);
 	if (pages < 0)
 		return true; /* no PAGEMAP_SCAN: the top unit stays on base pages */
 	if (huge)
@@ -397,7 +385,9 @@ static void look_some(void)
 	uintptr_t top[LOOK_MAX];
 	int n = 0;
 
-	if (!atomic_load(&any) || __atomic_load_n(&pagemap_fd, __ATOMIC_RELAXED) == -1)
+	int fd;
+
+	if (!atomic_load(&any) || atomic_load_explicit(&pagemap_none, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&lock);
 	for (int k = 0; k < n_used && n < LOOK_MAX; k++) {
@@ -413,8 +403,13 @@ static void look_some(void)
 		}
 	}
 	pthread_mutex_unlock(&lock);
+	fd = n ? sp_os->open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0) : -1;
+	/* (No pagemap here: no stack's top is ever looked at, and it stays on base pages.
+	 * Out of fds: these stacks wait for another look.) */
+	if (n && fd < 0 && fd != -EMFILE && fd != -ENFILE)
+		atomic_store(&pagemap_none, true);
 	for (int i = 0; i < n; i++) {
-		bool done = look_top(top[i]);
+		bool done = fd < 0 ? fd != -EMFILE && fd != -ENFILE : look_top(fd, top[i]);
 
 		pthread_mutex_lock(&lock);
 		pick[i]->looking = false;
@@ -422,6 +417,8 @@ static void look_some(void)
 			pick[i]->top_huge = true;
 		pthread_mutex_unlock(&lock);
 	}
+	if (fd >= 0)
+		sp_os->close(fd);
 }
 
 static struct slot *find_free_locked(size_t size, size_t guard)
