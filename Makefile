@@ -1,5 +1,5 @@
 # Makefile - builds libsuperpage, the superpage CLI and its bench, the tests and the first benchmark.
-# make | make check [SANITIZE=1] | make check-docs | make bench (writes doc/BENCHMARKS.md) | make install PREFIX=... DESTDIR=... | make deb
+# make | make check [SANITIZE=1] [DEBUG=1] | make check-docs | make bench (writes doc/BENCHMARKS.md) | make install PREFIX=... DESTDIR=... | make deb
 
 SHELL := /bin/bash
 
@@ -33,14 +33,22 @@ VERSION := $(shell sed -n 's/^\#define SP_VERSION_STRING "\(.*\)"/\1/p' include/
 SONAME := libsuperpage.so.0
 
 SANITIZE ?= 0
+# DEBUG=1: the invariants switched on (src/runtime/say/debug.h): sp_assert, the lock
+# ranks of life.c's order, each room's checker as its lock is released; in a build
+# directory of its own.
+DEBUG ?= 0
+DBG_DIR := $(if $(filter 1,$(DEBUG)),-debug)
 ifeq ($(SANITIZE),1)
-B ?= build/san
+B ?= build/san$(DBG_DIR)
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
 	-DSP_SANITIZE
 else
-B ?= build
+B ?= build$(if $(DBG_DIR),/debug)
 SAN :=
 endif
+DBG := $(if $(DBG_DIR),-DSP_DEBUG)
+# In DEBUG every runtime file has debug.h first: its mutex calls are the ranked ones.
+RT_DBG := $(if $(DBG_DIR),-include src/runtime/say/debug.h)
 
 CFLAGS ?= -O2 -g
 # SP_HARDEN=0: the runtime's free lists without their hardening (src/runtime/malloc/malloc.h),
@@ -50,7 +58,7 @@ HARDEN := $(if $(filter 0,$(SP_HARDEN)),-DSP_HARDEN=0)
 WARN := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
 # -MMD: each object's headers are listed beside it (X.d), read back below.
 DEPS := -MMD -MP
-ALL_CFLAGS := -std=gnu11 $(CPPFLAGS) $(CFLAGS) $(HARDEN) $(WARN) $(SAN) $(DEPS) -fPIC -D_GNU_SOURCE -Iinclude
+ALL_CFLAGS := -std=gnu11 $(CPPFLAGS) $(CFLAGS) $(HARDEN) $(DBG) $(WARN) $(SAN) $(DEPS) -fPIC -D_GNU_SOURCE -Iinclude
 # The core's own header (internal.h, os.h): for the core, the runtime and the unit tests,
 # not for the command, which asks the core through superpage.h.
 CORE_INC := -Isrc/core
@@ -124,7 +132,7 @@ $(B)/obj/tests/unit/%.o: tests/unit/%.c
 # hidden by default, so that its own globals are reached without the GOT).
 $(B)/obj/src/runtime/%.o: src/runtime/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CORE_INC) -Isrc/runtime -ftls-model=initial-exec -fvisibility=hidden -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(CORE_INC) -Isrc/runtime $(RT_DBG) -ftls-model=initial-exec -fvisibility=hidden -c -o $@ $<
 
 $(RT_SO): $(RT_OBJ) $(CORE_OBJ) src/runtime/libsuperpage-run.map
 	$(CC) -shared $(ALL_LDFLAGS) -Wl,--version-script=src/runtime/libsuperpage-run.map -Wl,-z,nodelete -Wl,-z,defs \

@@ -123,4 +123,7 @@ static inline bool rt_say_now(struct rt_said *s, int verbose, unsigned bit)
  * as glibc does, never walk on with a broken heap). */
 __attribute__((noreturn)) void rt_abort(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* sp_assert and the lock ranks (make DEBUG=1; nothing without it). */
+#include "say/debug.h"
+
 #endif

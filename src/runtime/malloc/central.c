@@ -417,3 +417,118 @@ void central_fork_orphan(unsigned keep)
 		atomic_store(&lists.slots[i].state, SLOT_FREE);
 	}
 }
+
+/* ---------- the check ---------- */
+
+/* Span s on the list of owner o (0: the orphans) of class cls: of that class and owner,
+ * with a free object; its objects in use, free and never used add up to those it
+ * holds; every link of its free list is one of its objects, carved already, and the
+ * list ends (no longer than the span holds objects). *cost: the objects walked. */
+static const char *span_check(const struct span *s, unsigned o, unsigned cls, size_t *cost)
+{
+	if (s->magic != SPAN_MAGIC || s->kind != SPAN_SMALL || s->cls != cls || !s->listed ||
+	    owner_of(s) != o)
+		return "a listed span is not of its list's class and owner";
+	size_t size = class_size(cls), skip = (size_t)s->first << PAGE_SHIFT;
+	uintptr_t origin = s->start - skip, lo = origin + (skip + size - 1) / size * size;
+	if (s->end != origin + class_limit(cls) || s->bump < lo || s->bump > s->end ||
+	    (s->bump - lo) % size)
+		return "a span's never used objects are not a tail of its objects";
+	size_t all = (s->end - lo) / size, fresh = (s->end - s->bump) / size, nfree = 0;
+	for (void *x = s->freelist; x; x = link_decode(x)) {
+		if (!span_object(s, (uintptr_t)x, cls) || (uintptr_t)x >= s->bump)
+			return "a free list's link is outside its span's objects";
+		if (++nfree > all)
+			return "a span's free list runs in a cycle";
+	}
+	*cost += nfree + 1;
+	if (!nfree && !fresh)
+		return "a listed span has no free object";
+	if (s->used + nfree + fresh != all)
+		return "a span's objects in use, free and never used do not add up";
+	return NULL;
+}
+
+/* A list of spans: linked both ways, as long as its count, each span as above. */
+static const char *list_check(const struct spanlist *l, unsigned o, unsigned cls, size_t *cost)
+{
+	unsigned n = 0;
+	const struct span *prev = NULL;
+	for (const struct span *s = l->head; s; prev = s, s = s->next) {
+		if (++n > l->n)
+			return "a list holds more spans than its count (or a cycle)";
+		if (s->prev != prev)
+			return "a list's back link is wrong";
+		const char *bad = span_check(s, o, cls, cost);
+		if (bad)
+			return bad;
+	}
+	return n == l->n ? NULL : "a list holds fewer spans than its count";
+}
+
+/* Slot i's lists (under its lock; i == MAX_OWNERS: none), or class cls's orphans
+ * (under the class's lock; cls == NCLASS: none). */
+static const char *lists_check(unsigned i, unsigned cls, size_t *cost)
+{
+	const char *bad = NULL;
+	if (i < MAX_OWNERS)
+		for (unsigned c = 0; c < NCLASS && !bad; c++)
+			bad = list_check(&lists.slots[i].own[c], i + 1, c, cost);
+	if (cls < NCLASS && !bad)
+		bad = list_check(&lists.classes[cls].orphans, 0, cls, cost);
+	return bad;
+}
+
+const char *central_check(void)
+{
+	const char *bad = NULL;
+	size_t cost = 0;
+	pthread_mutex_lock(&lists.slots_lock);
+	unsigned high = lists.high;
+	pthread_mutex_unlock(&lists.slots_lock);
+	for (unsigned i = 0; i < high && !bad; i++) {
+		pthread_mutex_lock(&lists.slots[i].lock);
+		bad = lists_check(i, NCLASS, &cost);
+		pthread_mutex_unlock(&lists.slots[i].lock);
+	}
+	for (unsigned c = 0; c < NCLASS && !bad; c++) {
+		pthread_mutex_lock(&lists.classes[c].lock);
+		bad = lists_check(MAX_OWNERS, c, &cost);
+		pthread_mutex_unlock(&lists.classes[c].lock);
+	}
+	return bad;
+}
+
+#ifdef SP_DEBUG
+/* DEBUG: a slot's lists, or a class's orphans, checked as their lock is released;
+ * once they hold many objects, at some releases only (what the last walk cost). */
+static const char *released(pthread_mutex_t *m, unsigned i, unsigned cls, _Atomic size_t *credit,
+			    _Atomic size_t *last)
+{
+	(void)m;
+	if (!sp_check_due(credit, atomic_load_explicit(last, memory_order_relaxed)))
+		return NULL;
+	size_t cost = 0;
+	const char *bad = lists_check(i, cls, &cost);
+	atomic_store_explicit(last, cost, memory_order_relaxed);
+	return bad;
+}
+
+static const char *slot_released(pthread_mutex_t *m)
+{
+	static _Atomic size_t credit, last;
+	return released(m, (unsigned)((const struct owner *)m - lists.slots), NCLASS, &credit, &last);
+}
+
+static const char *class_released(pthread_mutex_t *m)
+{
+	static _Atomic size_t credit, last;
+	return released(m, MAX_OWNERS, (unsigned)((const struct class_list *)m - lists.classes),
+			&credit, &last);
+}
+_Static_assert(offsetof(struct owner, lock) == 0 && offsetof(struct class_list, lock) == 0,
+	       "a slot's and a class's lock is its first member");
+#endif
+SP_LOCK_RANK(lists.slots_lock, RANK_CENTRAL_SLOTS, NULL);
+SP_LOCK_RANK(lists.slots, RANK_CENTRAL_SLOT, slot_released);
+SP_LOCK_RANK(lists.classes, RANK_CENTRAL_CLASS, class_released);

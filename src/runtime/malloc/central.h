@@ -17,6 +17,10 @@ unsigned central_take(unsigned slot, unsigned cls, unsigned n, void **out);
 /* Gives the objects of list (linked through their first word, mangled) back to their
  * spans; returns how many there were. Aborts on a link that is no object of cls. */
 unsigned central_put(unsigned cls, void *list);
+/* Every list recomputed (counts, back links, each span's objects) and every free
+ * list's link checked to be its span's object, with no cycle (for the tests; in
+ * DEBUG a list is checked as its lock is released): the first thing wrong, or NULL. */
+const char *central_check(void);
 
 #pragma GCC visibility pop
 

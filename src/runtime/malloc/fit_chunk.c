@@ -8,6 +8,7 @@
 
 struct fit_arena fit_arenas[FIT_ARENAS];
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER; /* after an arena's */
+SP_LOCK_RANK(meta_lock, RANK_FIT_META, NULL);
 static struct fit_chunk *spare_meta;    /* metadata of chunks gone, maps all clear */
 
 void fit_meta_lock(void) { pthread_mutex_lock(&meta_lock); }
@@ -217,30 +218,53 @@ static const char *chunk_check(const struct fit_arena *a, const struct fit_chunk
 	return NULL;
 }
 
+/* Arena a's chunks, bins and counts, under its lock: NULL, or the first thing wrong. */
+static const char *arena_check(const struct fit_arena *a)
+{
+	const char *bad = NULL;
+	uint64_t n_free = 0, n_chunk = 0, n_binned = 0;
+	for (struct fit_chunk *c = a->chunks; c && !bad; c = c->next)
+		bad = chunk_check(a, c, &n_chunk, &n_free);
+	for (unsigned b = 0; b < NBIN && !bad; b++) {
+		if (!!a->bins[b] != !!(a->bin_bits[b >> 6] >> (b & 63) & 1))
+			bad = "a bin's bit is wrong";
+		for (struct fit_node *x = a->bins[b]; x && !bad; x = x->next) {
+			if (bin_of(x->grains) != b || (x->next && x->next->prev != x) ||
+			    free_from(x->c, x->g) != x)
+				bad = "a bin lists a block not of it";
+			n_binned += x->grains;
+		}
+	}
+	if (!bad && (n_free != a->free_grains || n_binned != a->free_grains))
+		bad = "the count of free grains is wrong";
+	if (!bad && n_chunk != a->chunk_grains)
+		bad = "the count of the chunks' grains is wrong";
+	return bad;
+}
+
 const char *fit_check(void)
 {
 	const char *bad = NULL;
 	for (unsigned i = 0; i < FIT_ARENAS && !bad; i++) {
-		struct fit_arena *a = &fit_arenas[i];
-		uint64_t n_free = 0, n_chunk = 0, n_binned = 0;
-		pthread_mutex_lock(&a->lock);
-		for (struct fit_chunk *c = a->chunks; c && !bad; c = c->next)
-			bad = chunk_check(a, c, &n_chunk, &n_free);
-		for (unsigned b = 0; b < NBIN && !bad; b++) {
-			if (!!a->bins[b] != !!(a->bin_bits[b >> 6] >> (b & 63) & 1))
-				bad = "a bin's bit is wrong";
-			for (struct fit_node *x = a->bins[b]; x && !bad; x = x->next) {
-				if (bin_of(x->grains) != b || (x->next && x->next->prev != x) ||
-				    free_from(x->c, x->g) != x)
-					bad = "a bin lists a block not of it";
-				n_binned += x->grains;
-			}
-		}
-		if (!bad && (n_free != a->free_grains || n_binned != a->free_grains))
-			bad = "the count of free grains is wrong";
-		if (!bad && n_chunk != a->chunk_grains)
-			bad = "the count of the chunks' grains is wrong";
-		pthread_mutex_unlock(&a->lock);
+		pthread_mutex_lock(&fit_arenas[i].lock);
+		bad = arena_check(&fit_arenas[i]);
+		pthread_mutex_unlock(&fit_arenas[i].lock);
 	}
 	return bad;
 }
+
+#ifdef SP_DEBUG
+/* DEBUG: an arena checked as its lock is released (each chunk's walk reads its
+ * FIT_CHUNK_PAGES pages' records). */
+static const char *arena_released(pthread_mutex_t *m)
+{
+	static _Atomic size_t credit;
+	_Static_assert(offsetof(struct fit_arena, lock) == 0, "an arena's lock is its first member");
+	const struct fit_arena *a = (const struct fit_arena *)m;
+	size_t cost = NBIN;
+	for (const struct fit_chunk *c = a->chunks; c; c = c->next)
+		cost += FIT_CHUNK_PAGES;
+	return sp_check_due(&credit, cost) ? arena_check(a) : NULL;
+}
+#endif
+SP_LOCK_RANK(fit_arenas, RANK_FIT_ARENA, arena_released);

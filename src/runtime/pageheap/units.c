@@ -221,15 +221,15 @@ static bool small_span_ok(const struct span *s)
 
 /* Recomputes what the page heap keeps counted and listed, from the units' bitmaps
  * and the page map, and compares: the first difference found (*unit: where), or
- * NULL. For the tests, after each step of a random sequence; it walks every page,
- * under the lock. */
-const char *pages_check(size_t *unit)
+ * NULL. It walks every page, under the lock; objects: the spans of objects against
+ * their class and page info too (which central.c sets after the span is made, out of
+ * this lock). */
+static const char *check_locked(size_t *unit, bool objects)
 {
 	const char *bad = NULL;
 	size_t n_heap = 0, n_cached = 0, used = 0, spanned = 0, bad_u = 0;
 	size_t own_free = 0, own_full = 0, n_map = 0;
 	uint64_t per[SP_BACKING_COUNT] = { 0 };
-	pthread_mutex_lock(&pg.lock);
 	for (size_t u = 0; u < pg.frontier && !bad; u++) {
 		struct unit *x = &pg.units[u];
 		bad_u = u;
@@ -292,7 +292,7 @@ const char *pages_check(size_t *unit)
 			bad = "the page map holds a span that is not one";
 			break;
 		}
-		if (s->kind == SPAN_SMALL && !small_span_ok(s)) {
+		if (objects && s->kind == SPAN_SMALL && !small_span_ok(s)) {
 			bad = "a span of objects disagrees with its class or its pages' info";
 			break;
 		}
@@ -308,7 +308,30 @@ const char *pages_check(size_t *unit)
 	}
 	if (!bad && spanned != used)
 		bad = "the spans do not hold the pages in use";
-	pthread_mutex_unlock(&pg.lock);
 	*unit = bad_u;
 	return bad;
 }
+
+/* For the tests, after each step of a random sequence. */
+const char *pages_check(size_t *unit)
+{
+	pthread_mutex_lock(&pg.lock);
+	const char *bad = check_locked(unit, true);
+	pthread_mutex_unlock(&pg.lock);
+	return bad;
+}
+
+#ifdef SP_DEBUG
+/* DEBUG: the heap checked as its lock is released (the spans of objects apart: their
+ * class is set after their pages are had), every page while they are few. */
+static const char *check_released(pthread_mutex_t *m)
+{
+	static _Atomic size_t credit;
+	size_t where;
+	(void)m;
+	if (!sp_check_due(&credit, pg.frontier * (PAGES_PER_UNIT + 1)))
+		return NULL;
+	return check_locked(&where, false);
+}
+#endif
+SP_LOCK_RANK(pg.lock, RANK_PAGES, check_released);

@@ -34,6 +34,7 @@ enum brk_mode { BRK_UNDECIDED, BRK_EMULATED, BRK_KERNEL };
  * break whole. Everything below is under it, but the counters (read by the report,
  * which may run while another thread is here). */
 static pthread_mutex_t brk_lock = PTHREAD_MUTEX_INITIALIZER;
+SP_LOCK_RANK(brk_lock, RANK_BRK, NULL);
 static enum brk_mode mode;
 static uintptr_t range_lo, range_hi; /* BRK_EMULATED: the range; the break starts at lo */
 static uintptr_t cur;                /* BRK_EMULATED: the break */

@@ -60,6 +60,7 @@ static struct chunk chunks[N_CHUNKS];
 static _Atomic unsigned n_chunks;                 /* published after the chunk is set */
 static _Atomic uintptr_t lo_all = UINTPTR_MAX, hi_all; /* bounds of all chunks */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+SP_LOCK_RANK(lock, RANK_PACK, NULL);
 static _Atomic uint64_t st_packed, st_collapsed, st_collapse_failed;
 
 static const int reserve_flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;

@@ -28,6 +28,7 @@
 /* Changed under the lock; the guard reads it in a child, where the lock is the
  * forking thread's. */
 static pthread_mutex_t seg_lock = PTHREAD_MUTEX_INITIALIZER;
+SP_LOCK_RANK(seg_lock, RANK_SEGMENTS, NULL);
 static struct segment {
 	uintptr_t lo, hi;       /* whole huge pages */
 	int prot;

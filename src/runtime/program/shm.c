@@ -33,6 +33,7 @@
 
 static _Atomic uint64_t n_segments, n_segment_bytes;
 struct shm_shared shm_shared = { .lock = PTHREAD_MUTEX_INITIALIZER };
+SP_LOCK_RANK(shm_shared.lock, RANK_SHM, NULL);
 
 const char *const shm_what[] = { "a SysV segment", "a shared anonymous mapping" };
 

@@ -209,6 +209,7 @@ struct slot {
 static struct slot slots[SLOTS];
 static int n_used;                /* slots beyond this have never been used */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+SP_LOCK_RANK(lock, RANK_STACKS, NULL);
 static _Atomic bool any;          /* a stack of ours was ever handed out */
 
 struct gone { uintptr_t addr; size_t len; };
