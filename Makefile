@@ -299,6 +299,10 @@ check-unit: $(UNIT_BIN)
 check-docs:
 	@python3 tests/check_docs.py
 
+# The runtime tier alone: programs under superpage run (it takes the pool lock itself).
+check-runtime: tests
+	@bash tests/run.sh $(B) runtime
+
 # The main job: every kernel under each backing, pools set up for it and put back; the
 # results, the machine and the date go to doc/BENCHMARKS.md (bench/benchmarks.py).
 bench: all kernels unhardened $(B)/tests/runtime/common/gups_malloc $(B)/tests/runtime/common/sweep
@@ -409,7 +413,7 @@ deb:
 clean:
 	rm -rf build
 
-.PHONY: all kernels unhardened tests check check-unit check-docs bench install uninstall deb clean
+.PHONY: all kernels unhardened tests check check-unit check-runtime check-docs bench install uninstall deb clean
 
 # The headers each object and program was built from (-MMD), once it has been built.
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
