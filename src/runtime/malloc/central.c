@@ -70,6 +70,7 @@ static void list_add(struct spanlist *l, struct span *s)
 
 static void list_del(struct spanlist *l, struct span *s)
 {
+	sp_assert(s->listed && l->n > 0);
 	if (s->prev)
 		s->prev->next = s->next;
 	else

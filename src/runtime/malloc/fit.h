@@ -110,6 +110,7 @@ static inline void bin_put(struct fit_arena *a, struct fit_chunk *c, struct fit_
 			   uint64_t g, uint64_t n)
 {
 	unsigned b = bin_of(n);
+	sp_assert(n > 0 && g + n <= c->top);
 	x->c = c;
 	x->g = (uint32_t)g;
 	x->grains = (uint32_t)n;

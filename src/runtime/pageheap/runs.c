@@ -490,6 +490,8 @@ bool free_pages(size_t p0, size_t n, struct release *rel)
 {
 	size_t u = p0 / PAGES_PER_UNIT;
 	struct unit *x = &pg.units[u];
+	sp_assert(bits_next(x->free, p0 % PAGES_PER_UNIT, p0 % PAGES_PER_UNIT + n, true) ==
+		  p0 % PAGES_PER_UNIT + n); /* none of them free already */
 	bits_set(x->free, p0 % PAGES_PER_UNIT, n, true);
 	set_nfree(x, x->nfree + n);
 	if (x->mapping)
@@ -516,6 +518,7 @@ static bool free_run(size_t p, size_t n, struct release *rel)
 		struct unit *x = &pg.units[u];
 		size_t from, to;
 		unit_part(p, n, u, &from, &to);
+		sp_assert(bits_next(x->free, from, to, true) == to);
 		bits_set(x->free, from, to - from, true);
 		set_nfree(x, x->nfree + (to - from));
 		if (x->nfree < PAGES_PER_UNIT) {

@@ -123,6 +123,7 @@ void count_units(enum sp_backing b, long n)
  * thread took or freed some, and is the unit's owner (unit_foreign). */
 void set_nfree(struct unit *x, size_t n)
 {
+	sp_assert(n <= PAGES_PER_UNIT);
 	if (!x->mapping) {
 		pg.unit_free_pages += n - x->nfree;
 		pg.full_units += (size_t)(n == 0) - (size_t)(x->nfree == 0);
