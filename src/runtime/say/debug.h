@@ -67,7 +67,7 @@ __attribute__((noreturn, cold)) void sp_assert_failed(const char *cond, const ch
  * checker's, counts releases): at every one while cost is at most SP_CHECK_EVERY
  * items, else at one release in cost / SP_CHECK_EVERY, so that a big heap costs
  * about SP_CHECK_EVERY items a release, counted, not timed. */
-#define SP_CHECK_EVERY 4096
+#define SP_CHECK_EVERY 1024
 bool sp_check_due(_Atomic size_t *credit, size_t cost);
 
 int sp_mutex_lock(pthread_mutex_t *m, const char *file, int line);
