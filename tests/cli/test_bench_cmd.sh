@@ -274,16 +274,16 @@ test_max_time() {
 }
 
 # It stops once the answer is clear: a program that sleeps 0.3 s under superpage run
-# only (its SUPERPAGE_BACKING set) is clearly slower there after 3 rounds, however
-# fast the machine.
+# only (its SUPERPAGE_BACKING set) is clearly slower there, in 3 rounds on a quiet
+# machine; a loaded one may take a round or two more, but not all 10.
 test_early_stop() {
 	local name=bench_cmd_early_stop
 	can_run $name || return
 	sp bench --backing auto --repeat 10 -- sh -c '[ -z "$SUPERPAGE_BACKING" ] || sleep 0.3'
 	if [ "$rc" != 0 ]; then
 		fail $name "exit $rc: $(oneline "$tmp/err")"
-	elif ! grep -q "^rounds    3 of 10, .*stopped after 3 of 10 rounds: every ratio's 95% interval was clear" "$tmp/out"; then
-		fail $name "it did not stop after 3 rounds: $(grep '^rounds' "$tmp/out")"
+	elif ! grep -Eq "^rounds    [3-9] of 10, .*stopped after [3-9] of 10 rounds: every ratio's 95% interval was clear" "$tmp/out"; then
+		fail $name "it did not stop early: $(grep '^rounds' "$tmp/out")"
 	elif ! grep -Eq '^auto: [0-9.]+x, slower, 95% CI ' "$tmp/out"; then
 		fail $name "auto is not clearly slower: $(grep '^auto' "$tmp/out")"
 	else
