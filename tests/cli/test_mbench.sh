@@ -27,6 +27,11 @@ if ! /usr/bin/time -f %e true >/dev/null 2>&1; then
 	skip mbench "no GNU time (/usr/bin/time) to run bench/mbench.sh with"
 	exit 0
 fi
+why=$(preload_blocker "$B" "$B/libsuperpage-run.so")
+if [ -n "$why" ]; then
+	skip mbench "$why"
+	exit 0
+fi
 
 # A fake checkout: DIR/out/bench/NAME scripts. Under superpage run (its runtime in
 # LD_PRELOAD), larson reports half glibc's relative time; with wrong=1, cfrac's
