@@ -13,9 +13,10 @@
 import argparse
 import json
 import os
-import re
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import docfile  # noqa: E402
 
 
 def size_text(n):
@@ -185,18 +186,14 @@ def render(args):
     return "\n".join(out)
 
 
-# Sections other tools write into the same file (make realbench, bench/mbench.sh), each
-# between "<!-- NAME:begin -->" and "<!-- NAME:end -->": carried over as they were.
-SECTION_RE = re.compile(r"^<!-- ([a-z]+):begin -->\n.*?^<!-- \1:end -->\n?", re.M | re.S)
-
-
 def kept_sections(path):
+    """The marked sections other tools wrote into the file at path (docfile.py)."""
     try:
         with open(path) as f:
             old = f.read()
     except FileNotFoundError:
         return ""
-    return "".join("\n" + m.group(0).rstrip("\n") + "\n" for m in SECTION_RE.finditer(old))
+    return "".join("\n" + sec for sec in docfile.sections(old))
 
 
 def main():
@@ -217,13 +214,7 @@ def main():
     if not args.out:
         sys.stdout.write(doc)
         return
-    doc += kept_sections(args.out)
-    d = os.path.dirname(os.path.abspath(args.out))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".benchmarks.")
-    with os.fdopen(fd, "w") as f:
-        f.write(doc)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, args.out)
+    docfile.write_whole(args.out, doc + kept_sections(args.out), ".benchmarks.")
 
 
 if __name__ == "__main__":

@@ -15,10 +15,11 @@ import os
 import re
 import statistics
 import sys
-import tempfile
 
-BEGIN = "<!-- realbench:begin -->"
-END = "<!-- realbench:end -->"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import docfile  # noqa: E402
+
+BEGIN, END = docfile.markers("realbench")
 
 # The full set that has no workload yet: listed, not measured.
 NOT_YET = [
@@ -246,16 +247,6 @@ def render(args):
     return "\n".join(out) + "\n"
 
 
-def splice(doc, section):
-    """doc with section in place of what is between the markers (at the end if absent)."""
-    b, e = doc.find(BEGIN), doc.find(END)
-    if b >= 0 and e > b:
-        return doc[:b] + section.rstrip("\n") + doc[e + len(END):]
-    if doc and not doc.endswith("\n"):
-        doc += "\n"
-    return doc + ("\n" if doc else "") + section
-
-
 def main():
     p = argparse.ArgumentParser(description="the realbench section of doc/BENCHMARKS.md")
     p.add_argument("--dir", required=True)
@@ -279,14 +270,7 @@ def main():
     except (OSError, ValueError) as e:
         print("table.py: %s" % e, file=sys.stderr)
         sys.exit(2)
-    new = splice(doc, section)
-    d = os.path.dirname(os.path.abspath(args.doc))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".realbench.")
-    with os.fdopen(fd, "w") as f:
-        f.write(new)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, args.doc)
+    docfile.write_whole(args.doc, docfile.splice(doc, "realbench", section), ".realbench.")
 
 
 if __name__ == "__main__":
