@@ -129,6 +129,8 @@ END {
 }
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/pool_lock.sh
+. "$HERE/../tests/pool_lock.sh"
 ROUNDS=3
 THREADS=2
 ONLY_PROGS=""
@@ -357,7 +359,7 @@ pool_restore() {
 # --setup-pools` holds it), then raises the pool to hold that many free pages.
 pool_take() { # pages
 	local need=$1 t f r want got
-	if [ "${SP_POOL_LOCKED:-}" != 1 ] && [ -z "$lock_fd" ]; then
+	if [ "${SP_POOL_LOCKED:-}" != 1 ] && [ -z "$lock_fd" ] && ! pool_lock_held_above; then
 		: 2>/dev/null >>/tmp/sp-pool.lock
 		exec {lock_fd}</tmp/sp-pool.lock
 		if ! flock -n "$lock_fd"; then

@@ -38,6 +38,11 @@ pass=0 fail=0 skip=0
 # One pool user at a time on the machine (make compat, make bench, another make
 # check): every tier but unit (which runs on the fake kernel) holds the lock while it
 # runs. SP_POOL_LOCKED=1 says the caller holds it already.
+# shellcheck source=tests/pool_lock.sh
+. "$(dirname "$0")/pool_lock.sh"
+if [ "$tier" != unit ] && [ "${SP_POOL_LOCKED:-}" != 1 ] && pool_lock_held_above; then
+	export SP_POOL_LOCKED=1
+fi
 if [ "$tier" != unit ] && [ "${SP_POOL_LOCKED:-}" != 1 ] && command -v flock >/dev/null &&
 	{ [ -e /tmp/sp-pool.lock ] || : 2>/dev/null >>/tmp/sp-pool.lock; } &&
 	{ exec 9</tmp/sp-pool.lock; } 2>/dev/null; then

@@ -61,6 +61,11 @@ rm -f "$out"/*.json "$out"/*.txt "$out"/*.log "$out"/*.skip
 # One pool user at a time on the machine: with --setup-pools the lock is taken once for
 # the whole run (as tests/run.sh does), so no other pool user comes between two
 # workloads; each bench is told it is held (SP_POOL_LOCKED=1).
+# shellcheck source=tests/pool_lock.sh
+. "$top/tests/pool_lock.sh"
+if [ $pools = 1 ] && [ "${SP_POOL_LOCKED:-}" != 1 ] && pool_lock_held_above; then
+	export SP_POOL_LOCKED=1
+fi
 if [ $pools = 1 ] && [ "${SP_POOL_LOCKED:-}" != 1 ] && command -v flock >/dev/null &&
 	{ [ -e /tmp/sp-pool.lock ] || : 2>/dev/null >>/tmp/sp-pool.lock; } &&
 	{ exec 9</tmp/sp-pool.lock; } 2>/dev/null; then

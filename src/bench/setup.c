@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -145,22 +147,72 @@ static void raise_pool(int i, long pages)
  * lock while they set pools. Held until the bench exits; SP_POOL_LOCKED=1 says the
  * caller holds it already (run.sh exports it to the tests it runs). */
 #define POOL_LOCK "/tmp/sp-pool.lock"
+
+/* The parent of process pid, from /proc/PID/status; 0 if unknown. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], line[128];
+	pid_t pp = 0;
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "PPid: %d", &pp) == 1)
+			break;
+	fclose(f);
+	return pp;
+}
+
+/* True if a process above this one holds the lock on the file open at fd, as
+ * `flock /tmp/sp-pool.lock superpage bench --setup-pools` does: taking it again would
+ * wait for ourselves for ever. */
+static bool lock_held_above(int fd)
+{
+	struct stat st;
+	char line[256];
+	pid_t held[64];
+	unsigned n = 0, maj, mnr;
+	unsigned long ino;
+	int pid;
+	if (fstat(fd, &st) < 0)
+		return false;
+	FILE *f = fopen("/proc/locks", "re");
+	if (!f)
+		return false;
+	/* "1: FLOCK  ADVISORY  WRITE 4242 fe:00:123 0 EOF"; a waiter's line has "->". */
+	while (fgets(line, sizeof line, f) && n < 64)
+		if (sscanf(line, "%*d: FLOCK %*s %*s %d %x:%x:%lu", &pid, &maj, &mnr, &ino) == 4 &&
+		    maj == major(st.st_dev) && mnr == minor(st.st_dev) && ino == st.st_ino)
+			held[n++] = pid;
+	fclose(f);
+	for (pid_t p = getppid(); p > 1; p = parent_of(p))
+		for (unsigned i = 0; i < n; i++)
+			if (held[i] == p)
+				return true;
+	return false;
+}
+
 static void take_pool_lock(void)
 {
 	const char *held = getenv("SP_POOL_LOCKED");
+	/* (SP_POOL_LOCK_FILE names another lock file: for the tests of this.) */
+	const char *path = getenv("SP_POOL_LOCK_FILE");
 	int fd;
 
 	if (held && !strcmp(held, "1"))
 		return;
-	fd = open(POOL_LOCK, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (!path || !*path)
+		path = POOL_LOCK;
+	fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		fprintf(stderr, "bench: cannot open %s (%s): setting the pools without it\n", POOL_LOCK,
+		fprintf(stderr, "bench: cannot open %s (%s): setting the pools without it\n", path,
 			strerror(errno));
 		return;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 || lock_held_above(fd))
 		return;
-	fprintf(stderr, "bench: waiting for %s (another pool user runs)\n", POOL_LOCK);
+	fprintf(stderr, "bench: waiting for %s (another pool user runs)\n", path);
 	while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
 		;
 }

@@ -82,7 +82,9 @@ for m in "${run_modes[@]}"; do
 done
 
 # One suite at a time on the machine's pools: the whole run holds the lock.
-if [ "${SP_COMPAT_LOCKED:-}" != 1 ]; then
+# shellcheck source=tests/pool_lock.sh
+. "$(dirname "$0")/../pool_lock.sh"
+if [ "${SP_COMPAT_LOCKED:-}" != 1 ] && [ "${SP_POOL_LOCKED:-}" != 1 ] && ! pool_lock_held_above; then
 	again=(--only "$(IFS=,; echo "${progs[*]}")" --modes "$(IFS=,; echo "${run_modes[*]}")")
 	[ "$keep" = 0 ] || again+=(--keep)
 	echo "compat: taking /tmp/sp-pool.lock (held while another pool user runs)" >&2

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# test_pool_lock.sh - the scripts and `superpage bench --setup-pools` take the pool
+# lock (/tmp/sp-pool.lock) unless a process above them holds it already, as
+# `flock /tmp/sp-pool.lock make compat` does: then they go on, where they used to wait
+# for themselves for ever. Another holder (not above them) is still waited for.
+# Usage: tests/cli/test_pool_lock.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
+# "SKIP name: why" per test. Uses a lock file of its own (SP_POOL_LOCK_FILE), never the
+# machine's, and changes no pool.
+set -u
+B=${1:?usage: tests/cli/test_pool_lock.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+SP=$B/superpage
+tmp=$(mktemp -d)
+holder=''
+trap '[ -z "$holder" ] || kill "$holder" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM HUP
+pass() { echo "PASS $1${2:+: $2}"; }
+fail() { echo "FAIL $1: $2"; }
+skip() { echo "SKIP $1: $2"; }
+oneline() { head -c 300 "$1" | tr '\n' ' '; }
+
+if ! command -v flock >/dev/null; then
+	skip pool_lock "no flock (util-linux)"
+	exit 0
+fi
+if [ ! -r /proc/locks ]; then
+	skip pool_lock "no /proc/locks"
+	exit 0
+fi
+lock=$tmp/lock
+: >"$lock"
+look=". '$top/tests/pool_lock.sh'; pool_lock_held_above '$lock' && echo above || echo not"
+
+# The shell's look: held by its parent, by a grandparent, by nobody, by a sibling.
+got="$(flock "$lock" bash -c "$look") $(flock "$lock" bash -c "bash -c \"$look\"") $(bash -c "$look")"
+flock "$lock" sleep 60 &
+holder=$!
+for _ in $(seq 100); do grep -q FLOCK /proc/locks && [ -n "$(awk -v p=$holder '$5 == p' /proc/locks)" ] && break; sleep 0.1; done
+got="$got $(bash -c "$look")"
+if [ "$got" = "above above not not" ]; then
+	pass pool_lock_shell "parent, grandparent, nobody, sibling: $got"
+else
+	fail pool_lock_shell "parent, grandparent, nobody, sibling: $got (want above above not not)"
+fi
+
+# superpage bench --setup-pools: under the holder's flock it runs on; beside another
+# holder it waits and says so.
+if [ "$(id -u)" != 0 ]; then
+	skip pool_lock_bench "needs root (--setup-pools takes the lock only as root)"
+	exit 0
+fi
+run_bench() { env -u SP_POOL_LOCKED SP_POOL_LOCK_FILE="$lock" "$SP" bench --kernel gups=8M --backing thp --setup-pools --repeat 1 "$@"; }
+export SP lock
+timeout 20 bash -c "$(declare -f run_bench); run_bench" >"$tmp/out" 2>"$tmp/err" &
+b=$!
+for _ in $(seq 100); do grep -q 'waiting for' "$tmp/err" && break; sleep 0.1; done
+kill "$b" 2>/dev/null
+wait "$b" 2>/dev/null
+if ! grep -q "waiting for $lock (another pool user runs)" "$tmp/err"; then
+	fail pool_lock_bench_waits "it did not wait for another holder: $(oneline "$tmp/err")"
+else
+	pass pool_lock_bench_waits
+fi
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+holder=''
+flock "$lock" timeout 120 bash -c "$(declare -f run_bench); run_bench" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc != 0 ]; then
+	fail pool_lock_bench_above "under the holder's flock it exited $rc: $(oneline "$tmp/err")"
+elif grep -q 'waiting for' "$tmp/err"; then
+	fail pool_lock_bench_above "it waited for the lock its parent holds: $(oneline "$tmp/err")"
+else
+	pass pool_lock_bench_above
+fi
