@@ -2,6 +2,8 @@
 #ifndef SP_INTERNAL_H
 #define SP_INTERNAL_H
 
+#include <stdarg.h>
+
 #include "superpage.h"
 #include "os.h"
 
@@ -45,6 +47,11 @@
 long sp_syscall(long n, ...);
 /* The same, returning -errno; errno untouched. */
 long sp_syscall_raw(long n, long a, long b, long c, long d, long e, long f);
+/* What sp_syscall does, in two steps for an interposer of syscall (libc_syscall.c) that
+ * looks at the call first: the six arguments read from ap (va_start'ed after the
+ * number; the caller va_ends it), then the call made with them (-1 and errno). */
+void sp_syscall_args(va_list ap, long a[6]) __attribute__((visibility("hidden")));
+long sp_syscall_a(long n, const long a[6]) __attribute__((visibility("hidden")));
 #define syscall sp_syscall
 
 

@@ -204,10 +204,56 @@ static int real_userfaultfd(int flags)
 	int e = errno;
 	return (int)sys_ret(syscall(SYS_userfaultfd, flags), e);
 }
+
 static int real_getrlimit(int resource, struct rlimit *out)
 {
 	int e = errno;
 	return (int)sys_ret(syscall(SYS_prlimit64, 0, resource, NULL, out), e);
+}
+
+static uintptr_t real_brk(uintptr_t want)
+{
+	int e = errno;
+	uintptr_t r = (uintptr_t)syscall(SYS_brk, want);
+	errno = e;
+	return r;
+}
+
+static int real_shmget(key_t key, size_t size, int flags)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_shmget, key, size, flags), e);
+}
+
+static int real_shmctl(int id, int cmd, struct shmid_ds *buf)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_shmctl, id, cmd, buf), e);
+}
+
+static int real_ftruncate(int fd, off_t len)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_ftruncate, fd, len), e);
+}
+
+static pid_t real_gettid(void)
+{
+	int e = errno;
+	return (pid_t)sys_ret(syscall(SYS_gettid), e);
+}
+
+static int real_tgkill0(pid_t tid)
+{
+	int e = errno;
+	return (int)sys_ret(syscall(SYS_tgkill, getpid(), tid, 0), e);
+}
+
+static long real_prctl5(int option, unsigned long a2, unsigned long a3, unsigned long a4,
+			unsigned long a5)
+{
+	int e = errno;
+	return sys_ret(syscall(SYS_prctl, option, a2, a3, a4, a5), e);
 }
 
 const struct sp_os sp_os_real = {
@@ -238,6 +284,13 @@ const struct sp_os sp_os_real = {
 	.fcntl = real_fcntl,
 	.userfaultfd = real_userfaultfd,
 	.getrlimit = real_getrlimit,
+	.brk = real_brk,
+	.shmget = real_shmget,
+	.shmctl = real_shmctl,
+	.ftruncate = real_ftruncate,
+	.gettid = real_gettid,
+	.tgkill0 = real_tgkill0,
+	.prctl5 = real_prctl5,
 };
 
 const struct sp_os *sp_os = &sp_os_real;

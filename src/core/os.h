@@ -9,6 +9,8 @@
 #include <sys/uio.h>
 #include <sys/vfs.h>
 
+struct shmid_ds;
+
 /* Every function returns a value >= 0 on success or a negative errno value, and
  * leaves errno as it found it. Tests replace the table with a fake kernel. */
 struct sp_os {
@@ -53,6 +55,21 @@ struct sp_os {
 	int (*userfaultfd)(int flags);
 	/* getrlimit(2): the process's limit of resource (RLIMIT_AS, RLIMIT_DATA). */
 	int (*getrlimit)(int resource, struct rlimit *out);
+	/* For the program's own memory and threads (the runtime's program room, behind
+	 * src/runtime/program/kern.c). brk(2): the break after the call (the old one when
+	 * the kernel refuses); it never fails. */
+	uintptr_t (*brk)(uintptr_t want);
+	/* shmget(2), shmctl(2), ftruncate(2): their value, or -errno. */
+	int (*shmget)(key_t key, size_t size, int flags);
+	int (*shmctl)(int id, int cmd, struct shmid_ds *buf);
+	int (*ftruncate)(int fd, off_t len);
+	pid_t (*gettid)(void);
+	/* tgkill(getpid(), tid, 0): 0 while that thread of this process is there,
+	 * -ESRCH once it is gone. */
+	int (*tgkill0)(pid_t tid);
+	/* prctl(2) with all its arguments (the program's own calls): its value, or -errno. */
+	long (*prctl5)(int option, unsigned long a2, unsigned long a3, unsigned long a4,
+		       unsigned long a5);
 };
 
 extern const struct sp_os sp_os_real;

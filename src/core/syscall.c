@@ -50,14 +50,24 @@ long sp_syscall_raw(long n, long a, long b, long c, long d, long e, long f)
 #endif
 }
 
+void sp_syscall_args(va_list ap, long a[6])
+{
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+}
+
 long sp_syscall(long n, ...)
 {
 	va_list ap;
 	long a[6];
 	va_start(ap, n);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
+	sp_syscall_args(ap, a);
 	va_end(ap);
+	return sp_syscall_a(n, a);
+}
+
+long sp_syscall_a(long n, const long a[6])
+{
 	long r = sp_syscall_raw(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 	if ((unsigned long)r > -4096ul) {
 		errno = (int)-r;

@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -21,6 +24,8 @@
 #define MAX_POOLS 4
 #define MAX_PIDS 32
 #define MAX_FS 8
+#define MAX_SHM 32
+#define BRK_START ((uintptr_t)0x555500000000ull) /* the fake break: address only */
 #define EXT4_MAGIC 0xEF53
 #define PAGE 4096ul
 #define THP_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
@@ -32,6 +37,7 @@ struct file { char *path, *data; size_t len; };
 struct fs { char path[128]; long type, bsize; int access_err; };
 struct pool { uint64_t size; long total, free, resv, surplus, overcommit, grantable; int fail; };
 struct fd { int kind; bool wr; char *path, *data; size_t len, pos; char name[64]; pid_t pid; };
+struct shm_seg { key_t key; int id; size_t size; long huge_pages; bool live; };
 struct map {
 	uintptr_t start, end;
 	int prot, flags, advice;
@@ -72,6 +78,10 @@ static struct {
 	int n_fss, tmpfile_err, tmpfile_calls, unlink_calls, cloexec_cleared;
 	unsigned memfd_flags;
 	uint64_t rlim[RLIMIT_NLIMITS]; /* soft limits set by fk_rlimit, plus one (0: none) */
+	uintptr_t brk_cur, brk_max;     /* the break: from BRK_START up to brk_max */
+	int brk_calls;
+	struct shm_seg shm[MAX_SHM];
+	int shm_next_id, shm_huge_err, shm_huge_calls, truncate_err, truncate_calls;
 } fk;
 
 /* ---------- small helpers ---------- */
@@ -883,18 +893,139 @@ static int fk_memfd_create(const char *name, unsigned flags)
 	return ret;
 }
 
-static int fk_prctl(int option, unsigned long arg2)
+/* THP's switch and the thread's name; nothing else (PR_GET_SECCOMP: EINVAL, so the
+ * runtime publishes no live page on the fake). */
+static long fk_prctl5(int option, unsigned long a2, unsigned long a3, unsigned long a4,
+		      unsigned long a5)
 {
-	int ret = -EINVAL;
+	long ret = -EINVAL;
+	(void)a3, (void)a4, (void)a5;
 	LOCK();
 	if (option == PR_GET_THP_DISABLE) {
 		ret = fk.prctl_thp;
 	} else if (option == PR_SET_THP_DISABLE && fk.prctl_thp >= 0) {
-		fk.prctl_thp = arg2 != 0;
+		fk.prctl_thp = a2 != 0;
+		ret = 0;
+	} else if (option == PR_GET_NAME) {
+		memcpy((char *)a2, "fake", 5);
 		ret = 0;
 	}
 	UNLOCK();
 	return ret;
+}
+
+static int fk_prctl(int option, unsigned long arg2)
+{
+	return (int)fk_prctl5(option, arg2, 0, 0, 0);
+}
+
+/* The break moves within [BRK_START, brk_max]; no memory is behind it (the runtime
+ * only passes the kernel's break on). */
+static uintptr_t fk_brk(uintptr_t want)
+{
+	LOCK();
+	fk.brk_calls++;
+	if (want >= BRK_START && want <= fk.brk_max)
+		fk.brk_cur = want;
+	uintptr_t r = fk.brk_cur;
+	UNLOCK();
+	return r;
+}
+
+static struct shm_seg *shm_of_key(key_t key)
+{
+	for (int i = 0; key != IPC_PRIVATE && i < MAX_SHM; i++)
+		if (fk.shm[i].live && fk.shm[i].key == key)
+			return &fk.shm[i];
+	return NULL;
+}
+
+static struct shm_seg *shm_of_id(int id)
+{
+	for (int i = 0; i < MAX_SHM; i++)
+		if (fk.shm[i].live && fk.shm[i].id == id)
+			return &fk.shm[i];
+	return NULL;
+}
+
+/* SysV segments: SHM_HUGETLB ones (2 MiB pages) reserve their pages from the pool
+ * at shmget, as the kernel does, and give them back at IPC_RMID. */
+static int fk_shmget(key_t key, size_t size, int flags)
+{
+	int ret;
+	LOCK();
+	struct shm_seg *s = shm_of_key(key), *free_seg = NULL;
+	bool huge = flags & SHM_HUGETLB;
+	struct pool *p = huge ? pool_of(SP_2M_SIZE) : NULL;
+	long pages = (long)((size + SP_2M_SIZE - 1) / SP_2M_SIZE);
+	for (int i = 0; i < MAX_SHM && !free_seg; i++)
+		if (!fk.shm[i].live)
+			free_seg = &fk.shm[i];
+	if (huge)
+		fk.shm_huge_calls++;
+	if (s) {
+		ret = (flags & IPC_CREAT) && (flags & IPC_EXCL) ? -EEXIST
+		      : size > s->size				 ? -EINVAL
+								 : s->id;
+	} else if (key != IPC_PRIVATE && !(flags & IPC_CREAT)) {
+		ret = -ENOENT;
+	} else if (size == 0 || !free_seg) {
+		ret = size == 0 ? -EINVAL : -ENOSPC;
+	} else if (huge && fk.shm_huge_err) {
+		ret = -fk.shm_huge_err;
+	} else if (huge && (!p || p->free < pages)) {
+		ret = -ENOMEM;
+	} else {
+		if (huge)
+			p->free -= pages;
+		*free_seg = (struct shm_seg){ key, ++fk.shm_next_id, size, huge ? pages : 0, true };
+		ret = free_seg->id;
+	}
+	UNLOCK();
+	return ret;
+}
+
+static int fk_shmctl(int id, int cmd, struct shmid_ds *buf)
+{
+	int ret = 0;
+	LOCK();
+	struct shm_seg *s = shm_of_id(id);
+	struct pool *p = pool_of(SP_2M_SIZE);
+	if (!s) {
+		ret = -EINVAL;
+	} else if (cmd == IPC_STAT) {
+		memset(buf, 0, sizeof *buf);
+		buf->shm_segsz = s->size;
+	} else if (cmd == IPC_RMID) {
+		if (p)
+			p->free += s->huge_pages;
+		s->live = false;
+	} else {
+		ret = -EINVAL;
+	}
+	UNLOCK();
+	return ret;
+}
+
+static int fk_ftruncate(int fd, off_t len)
+{
+	int ret;
+	LOCK();
+	fk.truncate_calls++;
+	ret = !fd_of(fd) ? -EBADF : len < 0 ? -EINVAL : fk.truncate_err ? -fk.truncate_err : 0;
+	UNLOCK();
+	return ret;
+}
+
+/* Threads are the host's: their ids and their ends are the real kernel's. */
+static pid_t fk_gettid(void)
+{
+	return (pid_t)sp_syscall_raw(SYS_gettid, 0, 0, 0, 0, 0, 0);
+}
+
+static int fk_tgkill0(pid_t tid)
+{
+	return (int)sp_syscall_raw(SYS_tgkill, getpid(), tid, 0, 0, 0, 0);
 }
 
 static int fk_kill0(pid_t pid)
@@ -1168,6 +1299,13 @@ const struct sp_os fk_os = {
 	.fcntl = fk_fcntl,
 	.userfaultfd = fk_userfaultfd,
 	.getrlimit = fk_getrlimit,
+	.brk = fk_brk,
+	.shmget = fk_shmget,
+	.shmctl = fk_shmctl,
+	.ftruncate = fk_ftruncate,
+	.gettid = fk_gettid,
+	.tgkill0 = fk_tgkill0,
+	.prctl5 = fk_prctl5,
 };
 
 /* ---------- the control API ---------- */
@@ -1203,6 +1341,8 @@ void fk_reset(void)
 	fk.n_maps = n_maps;
 	fk.thp_on_fault = true;
 	fk.clock = 1000ull * 1000000000ull;
+	fk.brk_cur = BRK_START;
+	fk.brk_max = BRK_START + ((uintptr_t)64 << 20);
 	fkp_reset();
 	pthread_mutex_unlock(&lock);
 }
@@ -1473,6 +1613,26 @@ void fk_pid_remove(pid_t pid)
 		if (fk.pids[i] == pid)
 			fk.pids[i--] = fk.pids[--fk.n_pids];
 }
+
+void fk_brk_max(size_t bytes) { LOCKED(fk.brk_max = BRK_START + bytes); }
+uintptr_t fk_brk_now(void) { return fk.brk_cur; }
+int fk_brk_calls(void) { return fk.brk_calls; }
+void fk_shm_huge_error(int err) { LOCKED(fk.shm_huge_err = err); }
+int fk_shm_huge_calls(void) { return fk.shm_huge_calls; }
+size_t fk_shm_size(int id)
+{
+	size_t n = 0;
+	LOCKED(struct shm_seg *s = shm_of_id(id); n = s ? s->size : 0);
+	return n;
+}
+long fk_shm_huge_pages(int id)
+{
+	long n = -1;
+	LOCKED(struct shm_seg *s = shm_of_id(id); n = s ? s->huge_pages : -1);
+	return n;
+}
+void fk_truncate_error(int err) { LOCKED(fk.truncate_err = err); }
+int fk_truncate_calls(void) { return fk.truncate_calls; }
 
 void fk_clock_set(uint64_t ns) { fk.clock = ns; }
 void fk_clock_advance(uint64_t ns) { fk.clock += ns; }

@@ -116,6 +116,25 @@ int fk_memfd_calls(void);
 /* The flags of the last memfd_create. */
 unsigned fk_memfd_last_flags(void);
 
+/* ---- the break, SysV shared memory, ftruncate ---- */
+/* The kernel's break starts at an address of the fake's, with no memory behind it, and
+ * moves up to that many bytes above it (64 MiB after fk_reset). */
+void fk_brk_max(size_t bytes);
+uintptr_t fk_brk_now(void);
+int fk_brk_calls(void);
+/* SysV segments: SHM_HUGETLB ones reserve 2 MiB pages of the fake's pool at shmget
+ * (ENOMEM when it has too few free) and give them back at IPC_RMID; IPC_STAT says the
+ * size they were made with. Every SHM_HUGETLB shmget fails with -err (EPERM: not in
+ * vm.hugetlb_shm_group; 0: off). */
+void fk_shm_huge_error(int err);
+int fk_shm_huge_calls(void);
+/* The size segment id was made with, 0 if there is none; its 2 MiB pages, -1 if none. */
+size_t fk_shm_size(int id);
+long fk_shm_huge_pages(int id);
+/* ftruncate of a fake fd fails with -err (0: it succeeds). */
+void fk_truncate_error(int err);
+int fk_truncate_calls(void);
+
 /* ---- filesystems (statfs, access, O_TMPFILE) ----
  * A filesystem mounted at path: statfs of path and below gives type and bsize, access
  * and O_TMPFILE there fail with -access_err (0: allowed). Any other path that exists

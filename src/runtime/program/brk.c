@@ -8,12 +8,12 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "life.h"
 #include "pageheap/pageheap.h"
+#include "program/kern.h"
 #include "program/program.h"
 #include "runtime.h"
 
@@ -59,14 +59,6 @@ static const size_t range_sizes_mib[] = { 64 << 10, 16 << 10, 4 << 10, 1 << 10, 
 static uintptr_t unit_up(uintptr_t a) { return (a + UNIT_SIZE - 1) & ~(UNIT_SIZE - 1); }
 static uintptr_t unit_down(uintptr_t a) { return a & ~(UNIT_SIZE - 1); }
 static uintptr_t min_addr(uintptr_t a, uintptr_t b) { return a < b ? a : b; }
-
-/* The kernel's break: brk(2) itself returns the break it has after the call (the
- * old one when it refuses) and never an error, so errno is never touched. The os
- * seam has no brk: this is the runtime's one system call made around it. */
-static uintptr_t kernel_brk(uintptr_t want)
-{
-	return (uintptr_t)syscall(SYS_brk, want);
-}
 
 static void count(uintptr_t start, uintptr_t brk_now)
 {
@@ -137,11 +129,9 @@ static uintptr_t grow_hugetlb(uintptr_t a, uintptr_t end, bool *hole)
  * may have left a hole. */
 static int plain_rw(uintptr_t a, uintptr_t end)
 {
-	void *out;
-	int r = sp_os->mmap((void *)a, end - a, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0, &out);
+	int r = kern_fresh_at((void *)a, end - a);
 	if (r == 0)
-		sp_os->madvise((void *)a, end - a, MADV_HUGEPAGE);
+		kern_want_huge((void *)a, end - a, true);
 	return r;
 }
 
@@ -149,11 +139,9 @@ static int plain_rw(uintptr_t a, uintptr_t end)
  * page returns to the pool. */
 static int unreserve(uintptr_t a, uintptr_t end)
 {
-	void *out;
-	int r = sp_os->mmap((void *)a, end - a, PROT_NONE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0, &out);
+	int r = kern_reserve_at((void *)a, end - a, true);
 	if (r == 0)
-		sp_os->madvise((void *)a, end - a, MADV_HUGEPAGE);
+		kern_want_huge((void *)a, end - a, true);
 	return r;
 }
 
@@ -167,8 +155,8 @@ static bool reserve(enum sp_fall *why)
 		if (sp_map_aligned(len, UNIT_SIZE, PROT_NONE,
 				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, &p) < 0)
 			continue;
-		if (sp_os->madvise(p, len, MADV_HUGEPAGE) < 0) {
-			sp_os->munmap(p, len);
+		if (kern_want_huge(p, len, true) < 0) {
+			kern_unmap(p, len);
 			*why = SP_FALL_MADVISE;
 			return false;
 		}
@@ -205,7 +193,7 @@ static void decide(bool active)
 			   hugetlb_wanted ? "2 MiB hugetlb pages (THP where the pool has none)" : "THP",
 			   (size_t)((range_hi - range_lo) >> 20), (void *)range_lo);
 	else
-		kernel_start = kernel_brk(0);
+		kernel_start = kern_brk(0);
 	atomic_store(&st_mode, mode);
 }
 
@@ -214,10 +202,10 @@ static void decide(bool active)
  * read-write part (from if nothing could be had). */
 static uintptr_t make_rw(uintptr_t from, uintptr_t to, uintptr_t need)
 {
-	if (sp_os->mprotect((void *)from, to - from, PROT_READ | PROT_WRITE) == 0)
+	if (kern_protect((void *)from, to - from, PROT_READ | PROT_WRITE) == 0)
 		return to;
 	if (to > need && need > from &&
-	    sp_os->mprotect((void *)from, need - from, PROT_READ | PROT_WRITE) == 0)
+	    kern_protect((void *)from, need - from, PROT_READ | PROT_WRITE) == 0)
 		return need;
 	return from;
 }
@@ -280,10 +268,10 @@ static bool give_back(uintptr_t s, uintptr_t w, uintptr_t dirty)
 		sp_rung_forget(&skip);
 		return true;
 	}
-	if (sp_os->madvise((void *)s, w - s, MADV_DONTNEED) < 0)
+	if (kern_drop((void *)s, w - s) < 0)
 		/* Locked memory (mlockall) refuses DONTNEED: zero what the program had. */
 		zero(s, w, dirty);
-	return sp_os->mprotect((void *)s, w - s, PROT_NONE) == 0;
+	return kern_protect((void *)s, w - s, PROT_NONE) == 0;
 }
 
 static void shrink_to(uintptr_t keep, uintptr_t old_brk)
@@ -316,9 +304,9 @@ static void shrink_to(uintptr_t keep, uintptr_t old_brk)
 		zero(keep, ku, dirty);
 		return;
 	}
-	if (sp_os->madvise((void *)keep, ku - keep, MADV_DONTNEED) < 0)
+	if (kern_drop((void *)keep, ku - keep) < 0)
 		zero(keep, ku, dirty);
-	if (sp_os->mprotect((void *)keep, ku - keep, PROT_NONE) == 0)
+	if (kern_protect((void *)keep, ku - keep, PROT_NONE) == 0)
 		writable = keep;
 }
 
@@ -328,7 +316,7 @@ static void shrink_to(uintptr_t keep, uintptr_t old_brk)
 static int set_break(uintptr_t want)
 {
 	if (mode == BRK_KERNEL) {
-		uintptr_t got = kernel_brk(want);
+		uintptr_t got = kern_brk(want);
 		count(kernel_start, got);
 		return got < want ? -ENOMEM : 0;
 	}
@@ -349,7 +337,7 @@ static int set_break(uintptr_t want)
 
 static uintptr_t current_break(void)
 {
-	return mode == BRK_KERNEL ? kernel_brk(0) : cur;
+	return mode == BRK_KERNEL ? kern_brk(0) : cur;
 }
 
 static void lock_decided(void)
@@ -477,7 +465,7 @@ int brk_advise(uintptr_t addr, size_t len, int advice)
 		ret = demote_locked(addr, len);
 	if (how == ADV_CHANGE || how == ADV_KERNEL || !n_huge) {
 		if (ret == 0)
-			ret = sp_os->madvise((void *)addr, len, advice);
+			ret = kern_advise((void *)addr, len, advice);
 		pthread_mutex_unlock(&brk_lock);
 		return ret;
 	}
@@ -488,13 +476,13 @@ int brk_advise(uintptr_t addr, size_t len, int advice)
 			a = e;
 			continue;
 		}
-		if (run < a && (r = sp_os->madvise((void *)run, a - run, advice)) < 0 && !ret)
+		if (run < a && (r = kern_advise((void *)run, a - run, advice)) < 0 && !ret)
 			ret = r;
 		if (how == ADV_ZERO)
 			memset((void *)a, 0, e - a);
 		a = run = e;
 	}
-	if (run < end && (r = sp_os->madvise((void *)run, end - run, advice)) < 0 && !ret)
+	if (run < end && (r = kern_advise((void *)run, end - run, advice)) < 0 && !ret)
 		ret = r;
 	pthread_mutex_unlock(&brk_lock);
 	return ret;

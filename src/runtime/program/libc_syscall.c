@@ -3,7 +3,8 @@
  * mmap, munmap, mprotect, madvise and mremap, as if it had called those, so that
  * memory of the heap's range is never unmapped or changed behind the runtime's back;
  * every other call goes to the kernel as libc's would. The runtime's own calls never
- * come here (internal.h names sp_syscall). */
+ * come here (internal.h names sp_syscall; the program room's go through kern.c). With
+ * kern.c, the one file of the room that makes a system call. */
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -13,16 +14,6 @@
 
 #ifdef SP_HAVE_RAW_SYSCALL
 #undef syscall
-
-/* -1 and errno for a failed call, as libc's syscall() gives them. */
-static long sys_result(long r)
-{
-	if ((unsigned long)r > -4096ul) {
-		errno = (int)-r;
-		return -1;
-	}
-	return r;
-}
 
 static long map_result(void *p)
 {
@@ -34,8 +25,7 @@ EXPORT long syscall(long n, ...)
 	va_list ap;
 	long a[6];
 	va_start(ap, n);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
+	sp_syscall_args(ap, a);
 	va_end(ap);
 	switch (n) {
 	case SYS_mmap:
@@ -51,7 +41,7 @@ EXPORT long syscall(long n, ...)
 		return map_result(mremap((void *)a[0], (size_t)a[1], (size_t)a[2], (int)a[3],
 					 (void *)a[4]));
 	default:
-		return sys_result(sp_syscall_raw(n, a[0], a[1], a[2], a[3], a[4], a[5]));
+		return sp_syscall_a(n, a); /* (-1 and errno, as libc's) */
 	}
 }
 #endif

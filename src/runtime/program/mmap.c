@@ -13,6 +13,7 @@
 #include "life.h"
 #include "mmap.h"
 #include "pageheap/pageheap.h"
+#include "program/kern.h"
 #include "program/program.h"
 #include "runtime.h"
 #include "shm.h"
@@ -89,10 +90,9 @@ static void *large_map(size_t len, int flags)
 	slack_note(m, rounded);
 	uintptr_t a = (uintptr_t)m;
 	/* (Near a memory limit, no THP for it: as the heap's units, pages_near_limit.) */
-	sp_os->madvise((void *)a, rounded, o->backing == SP_BACKING_4K || pages_near_limit()
-					       ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+	kern_want_huge((void *)a, rounded, o->backing != SP_BACKING_4K && !pages_near_limit());
 	if (flags & MAP_POPULATE)
-		sp_os->madvise((void *)a, rounded, MADV_POPULATE_WRITE);
+		kern_populate((void *)a, rounded);
 	pages_note_mmap(true);
 	return (void *)a;
 }
@@ -138,7 +138,7 @@ static int before_change(const void *addr, size_t len)
 void *real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	void *out;
-	int r = sp_os->mmap(addr, len, prot, flags, fd, off, &out);
+	int r = kern_map(addr, len, prot, flags, fd, off, &out);
 	return r < 0 ? fail(-r) : out;
 }
 
@@ -238,7 +238,7 @@ static void managed_advise(void *addr, size_t len)
 		pages_note_fall(SP_BACKING_1G, SP_FALL_PROGRAM_PAGES);
 	if (o->backing == SP_BACKING_1G || o->backing == SP_BACKING_2M)
 		pages_note_fall(SP_BACKING_2M, SP_FALL_PROGRAM_PAGES);
-	sp_os->madvise(addr, page_up(len), MADV_HUGEPAGE);
+	kern_want_huge(addr, page_up(len), true);
 	errno = e;
 }
 
@@ -311,7 +311,7 @@ static void *exec_map(size_t len, int prot, int flags)
 	slack_note(p, len);
 	exec_advise(p, len);
 	if (flags & MAP_POPULATE)
-		sp_os->madvise(p, page_up(len), MADV_POPULATE_WRITE);
+		kern_populate(p, page_up(len));
 	return p;
 }
 
@@ -330,14 +330,14 @@ static int hint_try(void *addr, size_t len, int prot, int flags, void **p)
 		return -1;
 	if (slack_at(addr))
 		return 0;
-	int r = sp_os->mmap(addr, len, prot, flags | MAP_FIXED_NOREPLACE, -1, 0, p);
+	int r = kern_map(addr, len, prot, flags | MAP_FIXED_NOREPLACE, -1, 0, p);
 	if (r == -EEXIST)
 		return 0;
 	if (r < 0)
 		return -1;
 	if (*p != addr) {
 		/* (A kernel that takes the flag for a hint put it elsewhere: not had.) */
-		sp_os->munmap(*p, len);
+		kern_unmap(*p, len);
 		return 0;
 	}
 	return 1;
@@ -405,7 +405,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		if (r != MAP_FAILED && rt_init() && pack_holds((uintptr_t)r, len)) {
 			bool mine = managed(prot, flags);
 			if (mine) /* (merged with its neighbours, as reservations are advised) */
-				sp_os->madvise(r, page_up(len), MADV_HUGEPAGE);
+				kern_want_huge(r, page_up(len), true);
 			pack_fixed((uintptr_t)r, len, mine && prot != PROT_NONE, flags);
 			return r;
 		}
@@ -502,9 +502,9 @@ int unmap_range(uintptr_t a, size_t len)
 		if (r < 0)
 			return r;
 		if (a < lo)
-			sp_os->munmap(addr, lo - a);
+			kern_unmap(addr, lo - a);
 		if (end > hi)
-			sp_os->munmap((void *)hi, end - hi);
+			kern_unmap((void *)hi, end - hi);
 		return 0;
 	}
 	int r = in_brk(addr, len) ? brk_demote(a, len) : 0;
@@ -512,7 +512,7 @@ int unmap_range(uintptr_t a, size_t len)
 		r = segs_demote(a, len);
 	shm_whole(a, &len);
 	if (r == 0)
-		r = sp_os->munmap(addr, len);
+		r = kern_unmap(addr, len);
 	if (r == 0) {
 		reserved_forget(a, len);
 		shm_unmapped(a, len);
@@ -546,7 +546,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 	if (!((uintptr_t)addr & (PAGE_SIZE - 1)))
 		shm_whole((uintptr_t)addr, &len);
 	if (r == 0)
-		r = sp_os->mprotect(addr, len, prot);
+		r = kern_protect(addr, len, prot);
 	if (r < 0) {
 		errno = -r;
 		return -1;
@@ -579,7 +579,7 @@ int advise_pieces(uintptr_t a, uintptr_t end, int advice)
 				to = lo;
 			if (blo > a && blo < to)
 				to = blo;
-			r = sp_os->madvise((void *)a, to - a, advice);
+			r = kern_advise((void *)a, to - a, advice);
 		}
 		if (r < 0 && !ret)
 			ret = r;
@@ -599,7 +599,7 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 	else if (ranged)
 		r = pack_advise(a, len, advice);
 	else
-		r = sp_os->madvise(addr, len, advice);
+		r = kern_advise(addr, len, advice);
 	if (r < 0) {
 		errno = -r;
 		return -1;

@@ -11,6 +11,7 @@
 #include "life.h"
 #include "mmap.h"
 #include "pageheap/pageheap.h"
+#include "program/kern.h"
 #include "program/program.h"
 #include "runtime.h"
 #include "shm.h"
@@ -22,10 +23,10 @@
 static int move_one(uintptr_t x, size_t len, uintptr_t to)
 {
 	void *out;
-	int r = sp_os->mremap((void *)x, len, len,
-			      MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, (void *)to, &out);
+	int r = kern_remap((void *)x, len, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+			   (void *)to, &out);
 	if (r == -EINVAL)
-		r = sp_os->mremap((void *)x, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)to, &out);
+		r = kern_remap((void *)x, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)to, &out);
 	return r;
 }
 
@@ -165,7 +166,7 @@ static void *packed_mremap(void *old, size_t old_len, size_t new_len, int flags,
 		int r = n < o ? pack_unmap(a + n, o - n, unmap_range) : 0;
 		return r < 0 ? fail(-r) : old;
 	}
-	int r = sp_os->mremap(old, old_len, new_len, flags, new_addr, &out);
+	int r = kern_remap(old, old_len, new_len, flags, new_addr, &out);
 	if (r < 0)
 		return fail(-r);
 	if (out != old && !(flags & MREMAP_DONTUNMAP) && old_len)
@@ -205,7 +206,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	    !((uintptr_t)new_addr & (PAGE_SIZE - 1)))
 		r = before_fixed(new_addr, new_len);
 	if (r == 0)
-		r = sp_os->mremap(old, old_len, new_len, flags, new_addr, &out);
+		r = kern_remap(old, old_len, new_len, flags, new_addr, &out);
 	if (r == 0 && (flags & MREMAP_FIXED) && in_heap(new_addr, new_len))
 		pages_note_foreign((uintptr_t)new_addr, new_len);
 	if (r == 0)

@@ -36,6 +36,7 @@
 #include "life.h"
 #include "pageheap/bits.h"
 #include "pageheap/pageheap.h"
+#include "program/kern.h"
 #include "program/program.h"
 #include "runtime.h"
 
@@ -88,20 +89,20 @@ static struct chunk *chunk_new(void)
 	void *m, *bits;
 	if (n == N_CHUNKS)
 		return NULL;
-	if (sp_os->mmap(NULL, N_BITMAPS * CHUNK_WORDS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &bits) < 0)
+	if (kern_map(NULL, N_BITMAPS * CHUNK_WORDS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &bits) < 0)
 		return NULL;
 	if (sp_map_aligned(CHUNK_SIZE, UNIT_SIZE, PROT_NONE, reserve_flags, &m) < 0) {
-		sp_os->munmap(bits, N_BITMAPS * CHUNK_WORDS * sizeof(uint64_t));
+		kern_unmap(bits, N_BITMAPS * CHUNK_WORDS * sizeof(uint64_t));
 		return NULL;
 	}
-	sp_os->madvise(m, CHUNK_SIZE, MADV_HUGEPAGE);
+	kern_want_huge(m, CHUNK_SIZE, true);
 	/* Its anon_vma: one page touched and dropped (a mapping gets one at its first
 	 * fault; made PROT_NONE again, the page joins the rest, which shares it). */
-	if (sp_os->mprotect(m, PAGE_SIZE, PROT_READ | PROT_WRITE) == 0) {
+	if (kern_protect(m, PAGE_SIZE, PROT_READ | PROT_WRITE) == 0) {
 		*(volatile char *)m = 0;
-		sp_os->madvise(m, PAGE_SIZE, MADV_DONTNEED);
-		sp_os->mprotect(m, PAGE_SIZE, PROT_NONE);
+		kern_drop(m, PAGE_SIZE);
+		kern_protect(m, PAGE_SIZE, PROT_NONE);
 	}
 	struct chunk *c = &chunks[n];
 	c->base = (uintptr_t)m;
@@ -157,12 +158,12 @@ static bool whole(const struct chunk *c, size_t u)
  * the kernel refuses, or collapses what is still the program's committed memory). */
 static void collapse(uintptr_t a)
 {
-	int r = sp_os->madvise((void *)a, UNIT_SIZE, MADV_COLLAPSE);
+	int r = kern_collapse((void *)a, UNIT_SIZE);
 	/* (A page the kernel holds for a moment, one another thread has just touched:
 	 * twice more, letting that thread run first.) */
 	for (int again = 0; again < 2 && r == -EAGAIN; again++) {
 		sched_yield();
-		r = sp_os->madvise((void *)a, UNIT_SIZE, MADV_COLLAPSE);
+		r = kern_collapse((void *)a, UNIT_SIZE);
 	}
 	if (r == 0) {
 		atomic_fetch_add_explicit(&st_collapsed, 1, memory_order_relaxed);
@@ -249,12 +250,12 @@ void *pack_map(size_t len, int prot, int flags)
 	uintptr_t a = c->base + (at << PAGE_SHIFT);
 	/* The program's own mapping over the runtime's reservation: its flags (its
 	 * accounting: MAP_NORESERVE or not), and the chunk's advice. */
-	if (sp_os->mmap((void *)a, np << PAGE_SHIFT, prot, flags | MAP_FIXED, -1, 0, &out) < 0) {
+	if (kern_map((void *)a, np << PAGE_SHIFT, prot, flags | MAP_FIXED, -1, 0, &out) < 0) {
 		lost(c, at, np);
 		pthread_mutex_unlock(&lock);
 		return NULL;
 	}
-	sp_os->madvise(out, np << PAGE_SHIFT, MADV_HUGEPAGE);
+	kern_want_huge(out, np << PAGE_SHIFT, true);
 	hand_out(c, at, np, flags, down);
 	if (prot != PROT_NONE) {
 		bits_set(c->rw, at, np, true);
@@ -299,7 +300,7 @@ static int each_part(uintptr_t a, size_t len,
  * is and free. Under lock. */
 static void reserved(struct chunk *c, size_t p, size_t n)
 {
-	sp_os->madvise((void *)(c->base + (p << PAGE_SHIFT)), n << PAGE_SHIFT, MADV_HUGEPAGE);
+	kern_want_huge((void *)(c->base + (p << PAGE_SHIFT)), n << PAGE_SHIFT, true);
 	bits_set(c->free, p, n, true);
 	bits_set(c->rw, p, n, false);
 	bits_set(c->noreserve, p, n, true);
@@ -311,11 +312,10 @@ static void reserved(struct chunk *c, size_t p, size_t n)
  * never handed out again. */
 static int reserve_again(struct chunk *c, size_t p, size_t n)
 {
-	void *at = (void *)(c->base + (p << PAGE_SHIFT)), *out;
-	if (sp_os->mmap(at, n << PAGE_SHIFT, PROT_NONE, reserve_flags | MAP_FIXED, -1, 0,
-			&out) < 0) {
+	void *at = (void *)(c->base + (p << PAGE_SHIFT));
+	if (kern_reserve_at(at, n << PAGE_SHIFT, true) < 0) {
 		lost(c, p, n);
-		return sp_os->munmap(at, n << PAGE_SHIFT);
+		return kern_unmap(at, n << PAGE_SHIFT);
 	}
 	reserved(c, p, n);
 	return 0;
@@ -354,13 +354,12 @@ static bool fill(struct chunk *c, size_t u)
 	for (size_t i = bits_next(c->rw, u, end, false); i < end;
 	     i = bits_next(c->rw, i, end, false)) {
 		size_t j = bits_next(c->rw, i, end, true);
-		void *at = (void *)(c->base + (i << PAGE_SHIFT)), *out;
-		if (sp_os->mmap(at, (j - i) << PAGE_SHIFT, PROT_READ | PROT_WRITE,
-				reserve_flags | MAP_FIXED, -1, 0, &out) < 0) {
+		void *at = (void *)(c->base + (i << PAGE_SHIFT));
+		if (kern_fresh_at(at, (j - i) << PAGE_SHIFT) < 0) {
 			lost(c, i, j - i);
 			return false;
 		}
-		sp_os->madvise(at, (j - i) << PAGE_SHIFT, MADV_HUGEPAGE);
+		kern_want_huge(at, (j - i) << PAGE_SHIFT, true);
 		bits_set(c->rw, i, j - i, true);
 		bits_set(c->dontfork, i, j - i, df);
 		i = j;
@@ -471,7 +470,7 @@ int pack_unmap(uintptr_t a, size_t len, int (*outside)(uintptr_t a, size_t len))
 
 static int advice_outside(uintptr_t a, size_t len, void *arg)
 {
-	return sp_os->madvise((void *)a, len, *(const int *)arg);
+	return kern_advise((void *)a, len, *(const int *)arg);
 }
 
 /* A fixed mapping the program asks for at [a, a+len) (MAP_FIXED_NOREPLACE) where the
@@ -488,9 +487,9 @@ void *pack_take(uintptr_t a, size_t len, int prot, int flags)
 	p = (a - c->base) >> PAGE_SHIFT;
 	pthread_mutex_lock(&lock);
 	if (bits_next(c->free, p, p + np, false) == p + np) {
-		if (sp_os->mmap((void *)a, np << PAGE_SHIFT, prot,
-				(flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, -1, 0, &out) == 0) {
-			sp_os->madvise(out, np << PAGE_SHIFT, MADV_HUGEPAGE);
+		if (kern_map((void *)a, np << PAGE_SHIFT, prot,
+			     (flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, -1, 0, &out) == 0) {
+			kern_want_huge(out, np << PAGE_SHIFT, true);
 			hand_out(c, p, np, flags, false);
 			bits_set(c->rw, p, np, prot == (PROT_READ | PROT_WRITE));
 		} else {
@@ -507,10 +506,8 @@ void *pack_take(uintptr_t a, size_t len, int prot, int flags)
  * out again). */
 static int vacated_part(struct chunk *c, size_t p, size_t n, void *arg)
 {
-	void *out;
 	(void)arg;
-	if (sp_os->mmap((void *)(c->base + (p << PAGE_SHIFT)), n << PAGE_SHIFT, PROT_NONE,
-			reserve_flags | MAP_FIXED_NOREPLACE, -1, 0, &out) == 0)
+	if (kern_reserve_at((void *)(c->base + (p << PAGE_SHIFT)), n << PAGE_SHIFT, false) == 0)
 		reserved(c, p, n);
 	return 0;
 }
@@ -578,7 +575,7 @@ static int advised_part(struct chunk *c, size_t p, size_t n, void *arg)
 int pack_advise(uintptr_t a, size_t len, int advice)
 {
 	if ((advice != MADV_DONTFORK && advice != MADV_DOFORK) || !pack_holds(a, len))
-		return sp_os->madvise((void *)a, len, advice);
+		return kern_advise((void *)a, len, advice);
 	pthread_mutex_lock(&lock);
 	each_part(a, len, advised_part, &advice);
 	pthread_mutex_unlock(&lock);
@@ -602,7 +599,7 @@ static void each_dontfork(void (*fn)(struct chunk *c, size_t p, size_t n, int ad
 /* The kernel's MADV_DONTFORK before fork, MADV_DOFORK after it, on such a run. */
 static void fork_advise(struct chunk *c, size_t p, size_t n, int advice)
 {
-	sp_os->madvise((void *)(c->base + (p << PAGE_SHIFT)), n << PAGE_SHIFT, advice);
+	kern_advise((void *)(c->base + (p << PAGE_SHIFT)), n << PAGE_SHIFT, advice);
 }
 
 /* In the child such a run is not there: never handed out or advised again (the

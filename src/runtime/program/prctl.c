@@ -15,11 +15,11 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "life.h"
 #include "pageheap/pageheap.h"
+#include "program/kern.h"
 #include "runtime.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -31,10 +31,16 @@
 static struct rt_said said;
 static int asked = -1; /* what the program set, when the kernel holds something else */
 
+/* The kernel's prctl as libc's: -1 and errno for an error. */
 static long raw_prctl(int op, unsigned long a2, unsigned long a3, unsigned long a4,
 		      unsigned long a5)
 {
-	return syscall(SYS_prctl, op, a2, a3, a4, a5);
+	long r = kern_prctl(op, a2, a3, a4, a5);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
 }
 
 /* THP off for the whole process, as asked: the runtime's THP memory falls with it. */
@@ -50,11 +56,8 @@ static void thp_off_for_all(const char *why)
  * no PR_THP_DISABLE_EXCEPT_ADVISED (errno EINVAL). */
 static int thp_off_but_ours(const char *why)
 {
-	int e = errno;
-	if (raw_prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) < 0) {
-		errno = e;
+	if (kern_prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) < 0)
 		return -1;
-	}
 	if (rt_say_now(&said, rt_options()->verbose, 0))
 		rt_say("pid %d: %s: THP stays off for its own memory, on for the heap's "
 		       "(SUPERPAGE_HONOUR_THP_DISABLE=yes to turn it off for all)",

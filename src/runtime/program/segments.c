@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "life.h"
 #include "pageheap/pageheap.h"
+#include "program/kern.h"
 #include "program/program.h"
 #include "runtime.h"
 
@@ -83,7 +84,7 @@ EXPORT int __superpage_segment_guard(void *addr, size_t len, int prot)
 static void keep_prot(const struct segment *s)
 {
 	if (s->prot != (PROT_READ | PROT_WRITE))
-		sp_os->mprotect((void *)s->lo, s->hi - s->lo, s->prot);
+		kern_protect((void *)s->lo, s->hi - s->lo, s->prot);
 }
 
 static bool to_thp(const struct segment *s, const void *src)

@@ -14,11 +14,11 @@
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "life.h"
+#include "program/kern.h"
 #include "program/program.h"
 #include "runtime.h"
 #include "shm.h"
@@ -208,20 +208,14 @@ static void slot_removed(int id)
  * CAP_IPC_LOCK): it would say it again, so it is not asked again. */
 static atomic_bool sysv_denied;
 
-/* The real system calls (never dlsym: it may call malloc, and the runtime is malloc). */
-static long sys_shmget(key_t key, size_t size, int flg)
-{
-	return syscall(SYS_shmget, key, size, flg);
-}
-
 /* Creates the segment the program asks for on 2 MiB pages, when it is one to take and
  * the pool can hold it: its id, or -1 if it was not taken or not had (the program's
  * own call is made then). errno is left as it was. */
 static int sysv_huge(key_t key, size_t size, int flg)
 {
 	size_t rounded;
-	long room, id;
-	int why, slot, err, e = errno;
+	long room;
+	int why, slot, id;
 
 	/* Only a call that may create a segment, with no huge page asked for already;
 	 * SHM_NORESERVE would leave hugetlb pages unreserved (SIGBUS when the pool runs
@@ -253,11 +247,10 @@ static int sysv_huge(key_t key, size_t size, int flg)
 	}
 	/* With a key, IPC_EXCL: a segment that exists already is the program's own call's
 	 * to find (or refuse), as it would have been; only a new one is changed. */
-	id = sys_shmget(key, rounded, flg | SHM_HUGETLB | HUGE_SIZE_2MB |
-				      (key != IPC_PRIVATE ? IPC_CREAT | IPC_EXCL : 0));
-	err = errno;
-	errno = e;
+	id = kern_shmget(key, rounded, flg | SHM_HUGETLB | HUGE_SIZE_2MB |
+				       (key != IPC_PRIVATE ? IPC_CREAT | IPC_EXCL : 0));
 	if (id < 0) {
+		int err = -id;
 		slot_set(slot, SLOT_FREE, 0, 0, 0);
 		if (err == EEXIST && key != IPC_PRIVATE)
 			return -1;
@@ -275,12 +268,12 @@ static int sysv_huge(key_t key, size_t size, int flg)
 		}
 		return -1;
 	}
-	slot_set(slot, SLOT_LIVE, (int)id, size, rounded);
+	slot_set(slot, SLOT_LIVE, id, size, rounded);
 	atomic_fetch_add(&n_segments, 1);
 	atomic_fetch_add(&n_segment_bytes, rounded);
-	rt_verbose(2, "pid %d: --shm: SysV segment %ld of %zu bytes on 2 MiB hugetlb pages "
+	rt_verbose(2, "pid %d: --shm: SysV segment %d of %zu bytes on 2 MiB hugetlb pages "
 		   "(%zu reserved)", (int)getpid(), id, size, rounded);
-	return (int)id;
+	return id;
 }
 
 EXPORT int shmget(key_t key, size_t size, int flg)
@@ -290,10 +283,14 @@ EXPORT int shmget(key_t key, size_t size, int flg)
 
 	if (id >= 0)
 		return id;
-	id = (int)sys_shmget(key, size, flg);
+	id = kern_shmget(key, size, flg);
+	if (id < 0) {
+		errno = -id;
+		return -1;
+	}
 	/* One of ours, found by its key: the kernel checked size against the rounded
 	 * size; the program's own segment would have been too small. */
-	if (id >= 0 && slot_find(id, false, &s) && size > s.asked) {
+	if (slot_find(id, false, &s) && size > s.asked) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -303,16 +300,18 @@ EXPORT int shmget(key_t key, size_t size, int flg)
 EXPORT int shmctl(int id, int cmd, struct shmid_ds *buf)
 {
 	struct segment s;
-	long r = syscall(SYS_shmctl, id, cmd, buf);
+	int r = kern_shmctl(id, cmd, buf);
 
-	if (r < 0)
+	if (r < 0) {
+		errno = -r;
 		return -1;
+	}
 	switch (cmd) {
 	case IPC_STAT:
 	case SHM_STAT:
 	case SHM_STAT_ANY:
 		/* SHM_STAT's id is an index; the segment's id is what it returns. */
-		if (slot_find(cmd == IPC_STAT ? id : (int)r, true, &s) &&
+		if (slot_find(cmd == IPC_STAT ? id : r, true, &s) &&
 		    buf->shm_segsz == s.rounded)
 			buf->shm_segsz = s.asked;
 		break;
@@ -320,5 +319,5 @@ EXPORT int shmctl(int id, int cmd, struct shmid_ds *buf)
 		slot_removed(id);
 		break;
 	}
-	return (int)r;
+	return r;
 }

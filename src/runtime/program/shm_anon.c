@@ -9,11 +9,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "pageheap/pageheap.h"
+#include "program/kern.h"
 #include "runtime.h"
 #include "shm.h"
 
@@ -66,7 +66,7 @@ static void anon_drop(struct anon_map *m)
 	for (int i = 0; i < N_ANON && m->fd >= 0; i++)
 		shared |= &anon[i] != m && anon[i].len && anon[i].fd == m->fd;
 	if (!shared && kept_fd(m))
-		sp_os->close(m->fd);
+		kern_close(m->fd);
 	*m = (struct anon_map){ .fd = -1 };
 	atomic_fetch_sub(&n_anon, 1);
 }
@@ -76,7 +76,7 @@ static void anon_track(uintptr_t start, size_t len, size_t asked, int fd)
 {
 	struct stat st = { 0 };
 	if (fd >= 0 && fstat(fd, &st) < 0) {
-		sp_os->close(fd);
+		kern_close(fd);
 		fd = -1;
 	}
 	pthread_mutex_lock(&shm_shared.lock);
@@ -90,7 +90,7 @@ static void anon_track(uintptr_t start, size_t len, size_t asked, int fd)
 		}
 	pthread_mutex_unlock(&shm_shared.lock);
 	if (fd >= 0)
-		sp_os->close(fd);
+		kern_close(fd);
 }
 
 void shm_whole(uintptr_t a, size_t *len)
@@ -155,14 +155,14 @@ static int same_file(uintptr_t s, size_t len, size_t new_len, void *to, void **o
 	if (fd < 0) {
 		snprintf(path, sizeof path, "/proc/self/map_files/%lx-%lx", (unsigned long)s,
 			 (unsigned long)(s + len));
-		fd = sp_os->open(path, O_RDWR | O_CLOEXEC, 0);
+		fd = kern_open(path, O_RDWR | O_CLOEXEC, 0);
 		if (fd < 0)
 			return fd;
 	}
-	int r = sp_os->mmap(to, new_len, PROT_READ | PROT_WRITE, MAP_SHARED | (to ? MAP_FIXED : 0),
-			    fd, 0, out);
+	int r = kern_map(to, new_len, PROT_READ | PROT_WRITE, MAP_SHARED | (to ? MAP_FIXED : 0),
+			 fd, 0, out);
 	if (fd != kept)
-		sp_os->close(fd);
+		kern_close(fd);
 	return r;
 }
 
@@ -176,8 +176,8 @@ static int copy_of(uintptr_t s, size_t len, size_t new_len, void *to, void **out
 	if (p)
 		*out = p;
 	else
-		r = sp_os->mmap(to, new_len, PROT_READ | PROT_WRITE,
-				MAP_SHARED | MAP_ANONYMOUS | (to ? MAP_FIXED : 0), -1, 0, out);
+		r = kern_map(to, new_len, PROT_READ | PROT_WRITE,
+			     MAP_SHARED | MAP_ANONYMOUS | (to ? MAP_FIXED : 0), -1, 0, out);
 	if (r == 0)
 		memcpy(*out, (const void *)s, len < new_len ? len : new_len);
 	return r;
@@ -210,11 +210,11 @@ int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_a
 	if (!(flags & MREMAP_MAYMOVE)) {
 		/* In place: only if what follows is free, held until the new mapping
 		 * replaces it. */
-		if (sp_os->mmap((void *)(s + have), want - have, PROT_NONE,
-				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0,
-				&hold) < 0 || (uintptr_t)hold != s + have) {
+		if (kern_map((void *)(s + have), want - have, PROT_NONE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0,
+			     &hold) < 0 || (uintptr_t)hold != s + have) {
 			if (hold)
-				sp_os->munmap(hold, want - have);
+				kern_unmap(hold, want - have);
 			return -ENOMEM;
 		}
 		at = old;
@@ -224,7 +224,7 @@ int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_a
 		r = copy_of(s, have, want, at, out);
 	if (r < 0) {
 		if (hold)
-			sp_os->munmap(hold, want - have);
+			kern_unmap(hold, want - have);
 		rt_verbose(1, "pid %d: --shm: %s at %p could not grow to %zu bytes: its hugetlb "
 			   "file cannot be had again (its descriptor was closed by the program, "
 			   "and /proc/self/map_files needs root)%s",
@@ -233,7 +233,7 @@ int shm_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_a
 		return r == -ENOMEM ? r : -ENOMEM;
 	}
 	if (at != old)
-		sp_os->munmap(old, have);
+		kern_unmap(old, have);
 	shm_moved(s, have, (uintptr_t)*out, new_len);
 	return 1;
 }
@@ -269,9 +269,9 @@ static void say_map_fall(const char *why, size_t len, int err)
 void *shm_map(size_t len, int prot, int flags)
 {
 	const int allowed = MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE;
-	long room, t;
+	long room;
 	void *out;
-	int fd, r, why, e;
+	int fd, r, why;
 
 	/* As mmap.c takes private mappings: read-write, placed by us, no flag that hugetlb
 	 * would change the meaning of (MAP_NORESERVE: sparse memory; MAP_LOCKED, ...). */
@@ -304,10 +304,10 @@ void *shm_map(size_t len, int prot, int flags)
 			shm_say_pool(SHM_ANON, why, len, len, room);
 		return NULL;
 	}
-	fd = sp_os->memfd_create("superpage-shm", MFD_HUGETLB | MFD_CLOEXEC | HUGE_SIZE_2MB);
+	fd = kern_memfd("superpage-shm", MFD_HUGETLB | MFD_CLOEXEC | HUGE_SIZE_2MB);
 	if (fd >= 0 && !anon_track_room()) {
 		/* (Untracked, its mremap could not be answered.) */
-		sp_os->close(fd);
+		kern_close(fd);
 		if (shm_fall(SHM_ANON, SP_FALL_SKIPPED))
 			say_map_fall("too many shared anonymous mappings on hugetlb pages", len, 0);
 		return NULL;
@@ -322,15 +322,12 @@ void *shm_map(size_t len, int prot, int flags)
 	}
 	/* A hugetlbfs file is sized by ftruncate alone (it has no write); the pages are
 	 * reserved by the mmap below, for the whole length. */
-	e = errno;
-	t = syscall(SYS_ftruncate, fd, (off_t)len);
-	r = t < 0 ? -errno : 0;
-	errno = e;
+	r = kern_truncate(fd, (off_t)len);
 	if (r == 0)
-		r = sp_os->mmap(NULL, len, prot, MAP_SHARED | (flags & MAP_POPULATE), fd, 0, &out);
+		r = kern_map(NULL, len, prot, MAP_SHARED | (flags & MAP_POPULATE), fd, 0, &out);
 	/* Not root: kept, for mremap (above). */
 	int kept = r == 0 && geteuid() != 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 512) : -1;
-	sp_os->close(fd);
+	kern_close(fd);
 	if (r < 0) {
 		if (shm_fall(SHM_ANON, r == -ENOMEM ? SP_FALL_POOL_EMPTY : SP_FALL_MMAP))
 			say_map_fall("the hugetlb memfd could not be sized or mapped", len, -r);

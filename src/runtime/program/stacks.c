@@ -13,13 +13,13 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "life.h"
 #include "pageheap/pageheap.h"
+#include "program/kern.h"
 #include "program/program.h"
 #include "runtime.h"
 #include "stacks.h"
@@ -144,7 +144,7 @@ static bool main_stack_exec(void)
 	struct sp_lines l;
 	const char *line;
 	bool exec = false;
-	int fd = sp_os->open("/proc/self/maps", O_RDONLY, 0);
+	int fd = kern_open("/proc/self/maps", O_RDONLY, 0);
 
 	if (fd < 0)
 		return false;
@@ -158,7 +158,7 @@ static bool main_stack_exec(void)
 			break;
 		}
 	}
-	sp_os->close(fd);
+	kern_close(fd);
 	return exec;
 }
 
@@ -231,7 +231,7 @@ static void put_locked(struct slot *s, struct gone *out, int *n_out)
 static void unmap_all(const struct gone *sp, int n)
 {
 	for (int i = 0; i < n; i++) {
-		sp_os->munmap((void *)sp[i].addr, sp[i].len);
+		kern_unmap((void *)sp[i].addr, sp[i].len);
 		atomic_fetch_add(&n_unmaps, 1);
 	}
 }
@@ -242,20 +242,17 @@ static void unmap_all(const struct gone *sp, int n)
  * only keeps the stack a while longer. */
 static void reap_locked(struct gone *out, int *n_out, int max_out)
 {
-	int me = (int)getpid(), e = errno;
-
 	for (int i = 0; i < n_used && *n_out < max_out; i++) {
 		struct slot *s = &slots[i];
 		pid_t tid;
 
 		if (s->state != S_DETACHED || !(tid = atomic_load(&s->tid)))
 			continue;
-		if (syscall(SYS_tgkill, me, tid, 0) < 0 && errno == ESRCH) {
+		if (kern_thread_gone(tid)) {
 			atomic_fetch_sub(&n_live, 1);
 			put_locked(s, out, n_out);
 		}
 	}
-	errno = e;
 }
 
 /* A fresh stack of size bytes (a multiple of 2 MiB) with guard bytes below: 0, or a
@@ -273,7 +270,7 @@ static int map_stack(size_t size, size_t guard, uintptr_t *lo, int *err)
 		return SP_FALL_MMAP;
 	}
 	/* Address space only, until the stack is made writable. */
-	r = sp_os->mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &p);
+	r = kern_map(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &p);
 	if (r < 0) {
 		*err = -r;
 		return SP_FALL_MMAP;
@@ -282,20 +279,20 @@ static int map_stack(size_t size, size_t guard, uintptr_t *lo, int *err)
 	end = raw + len;
 	a = (raw + guard + UNIT_SIZE - 1) & ~(uintptr_t)(UNIT_SIZE - 1);
 	if (a - guard > raw)
-		sp_os->munmap(p, a - guard - raw);
+		kern_unmap(p, a - guard - raw);
 	if (end > a + size)
-		sp_os->munmap((void *)(a + size), end - (a + size));
-	r = sp_os->mprotect((void *)a, size, stack_prot);
+		kern_unmap((void *)(a + size), end - (a + size));
+	r = kern_protect((void *)a, size, stack_prot);
 	if (r < 0) {
-		sp_os->munmap((void *)(a - guard), guard + size);
+		kern_unmap((void *)(a - guard), guard + size);
 		*err = -r;
 		return SP_FALL_MMAP;
 	}
-	r = sp_os->madvise((void *)(a + size - UNIT_SIZE), UNIT_SIZE, MADV_NOHUGEPAGE);
+	r = kern_want_huge((void *)(a + size - UNIT_SIZE), UNIT_SIZE, false);
 	if (r >= 0 && size > UNIT_SIZE)
-		r = sp_os->madvise((void *)a, size - UNIT_SIZE, MADV_HUGEPAGE);
+		r = kern_want_huge((void *)a, size - UNIT_SIZE, true);
 	if (r < 0) {
-		sp_os->munmap((void *)(a - guard), guard + size);
+		kern_unmap((void *)(a - guard), guard + size);
 		*err = -r;
 		return SP_FALL_MADVISE;
 	}
@@ -329,7 +326,7 @@ static int resident_pages(int fd, uintptr_t a, bool *huge)
 			.category_mask = PR_PAGE_IS_PRESENT,
 			.return_mask = PR_PAGE_IS_PRESENT | PR_PAGE_IS_HUGE,
 		};
-		int n = sp_os->ioctl(fd, PR_PAGEMAP_SCAN, &q);
+		int n = kern_pagemap_scan(fd, &q);
 
 		if (n < 0)
 			return -1;
@@ -362,9 +359,9 @@ static bool look_top(int fd, uintptr_t top)
 		return false;
 	/* Advised first: MADV_COLLAPSE refuses a MADV_NOHUGEPAGE range, and a refused
 	 * collapse (no huge page free now) is then khugepaged's to make. */
-	r = sp_os->madvise((void *)top, UNIT_SIZE, MADV_HUGEPAGE);
+	r = kern_want_huge((void *)top, UNIT_SIZE, true);
 	if (r >= 0)
-		r = sp_os->madvise((void *)top, UNIT_SIZE, MADV_COLLAPSE);
+		r = kern_collapse((void *)top, UNIT_SIZE);
 	if (r < 0)
 		atomic_fetch_add(&n_collapse_failed, 1);
 	else
@@ -404,7 +401,7 @@ static void look_some(void)
 		}
 	}
 	pthread_mutex_unlock(&lock);
-	fd = n ? sp_os->open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0) : -1;
+	fd = n ? kern_open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0) : -1;
 	/* (No pagemap here: no stack's top is ever looked at, and it stays on base pages.
 	 * Out of fds: these stacks wait for another look.) */
 	if (n && fd < 0 && fd != -EMFILE && fd != -ENFILE)
@@ -419,7 +416,7 @@ static void look_some(void)
 		pthread_mutex_unlock(&lock);
 	}
 	if (fd >= 0)
-		sp_os->close(fd);
+		kern_close(fd);
 }
 
 static struct slot *find_free_locked(size_t size, size_t guard)
@@ -542,7 +539,7 @@ static void joined(pthread_t t)
 	}
 	pthread_mutex_unlock(&lock);
 	if (below) {
-		sp_os->madvise((void *)lo, below, MADV_DONTNEED);
+		kern_drop((void *)lo, below);
 		pthread_mutex_lock(&lock);
 		put_locked(s, gone, &n_gone);
 		pthread_mutex_unlock(&lock);
@@ -579,7 +576,7 @@ void stacks_fork_child(void)
 	for (int i = 0; i < n_used; i++)
 		if ((slots[i].state == S_LIVE || slots[i].state == S_DETACHED) &&
 		    slots[i].lo <= here && here < slots[i].hi)
-			atomic_store(&slots[i].tid, (pid_t)syscall(SYS_gettid));
+			atomic_store(&slots[i].tid, kern_tid());
 }
 
 /* ---------- starting threads ---------- */
@@ -592,7 +589,7 @@ static void *start(void *arg)
 	void *(*fn)(void *) = s->fn;
 	void *a = s->arg;
 
-	atomic_store(&s->tid, (pid_t)syscall(SYS_gettid));
+	atomic_store(&s->tid, kern_tid());
 	return fn(a);
 }
 

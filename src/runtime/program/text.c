@@ -38,6 +38,7 @@
 #include "internal.h"
 #include "life.h"
 #include "pageheap/pageheap.h"
+#include "program/kern.h"
 #include "program/program.h"
 #include "runtime.h"
 
@@ -190,7 +191,7 @@ static int pieces_of(uintptr_t lo, uintptr_t hi, struct piece *p)
 	static struct sp_lines l; /* large; text_init runs once, on one thread */
 	const char *line;
 	uintptr_t at = lo;
-	int n = 0, fd = sp_os->open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+	int n = 0, fd = kern_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;
@@ -210,7 +211,7 @@ static int pieces_of(uintptr_t lo, uintptr_t hi, struct piece *p)
 		p[n].prot = PROT_READ | (s[1] == 'w' ? PROT_WRITE : 0) | (s[2] == 'x' ? PROT_EXEC : 0);
 		at = p[n++].hi;
 	}
-	sp_os->close(fd);
+	kern_close(fd);
 	return at == hi ? n : -1;
 }
 
@@ -240,8 +241,8 @@ static int move_in_place(uintptr_t from, size_t len, uintptr_t to)
 	return ret < 0 && ret > -4096 ? (int)ret : 0;
 #else
 	void *out;
-	return sp_os->mremap((void *)from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)to,
-			     &out);
+	return kern_remap((void *)from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)to,
+			  &out);
 #endif
 }
 
@@ -266,8 +267,8 @@ static uintptr_t new_memory(enum sp_backing rung, size_t len, enum sp_fall *why,
 		*why = SP_FALL_MMAP;
 		return 0;
 	}
-	if (sp_os->madvise(m, len, MADV_HUGEPAGE) < 0) {
-		sp_os->munmap(m, len);
+	if (kern_want_huge(m, len, true) < 0) {
+		kern_unmap(m, len);
 		*why = SP_FALL_MADVISE;
 		return 0;
 	}
@@ -286,7 +287,7 @@ static bool thp_took(uintptr_t m, size_t len, bool exec)
 		return false;
 	if (v.huge_bytes >= v.rss_bytes)
 		return exec ? v.huge_bytes > 0 : true;
-	sp_os->madvise((void *)m, len, MADV_COLLAPSE);
+	kern_collapse((void *)m, len);
 	return sp_verify_range((void *)m, len, &v) == 0 && v.huge_bytes > 0;
 }
 
@@ -332,8 +333,8 @@ static bool move_range(const struct move *mv, const enum sp_backing *rungs, int 
 			goto unmap;
 		}
 		for (int i = 0; i < np && !err; i++)
-			err = sp_os->mprotect((void *)(m + (pieces[i].lo - mv->lo)),
-					      pieces[i].hi - pieces[i].lo, pieces[i].prot);
+			err = kern_protect((void *)(m + (pieces[i].lo - mv->lo)),
+					   pieces[i].hi - pieces[i].lo, pieces[i].prot);
 		if (!err)
 			err = move_in_place(m, len, mv->lo);
 		if (!err) {
@@ -352,7 +353,7 @@ static bool move_range(const struct move *mv, const enum sp_backing *rungs, int 
 		rt_verbose(1, "--text: %s: moving 0x%lx-0x%lx failed (errno %d): left as it is",
 			   mv->path, (unsigned long)mv->lo, (unsigned long)mv->hi, -err);
 	unmap:
-		sp_os->munmap((void *)m, len);
+		kern_unmap((void *)m, len);
 	fall:
 		if (!counted)
 			sp_fall(SP_SITE_TEXT, rungs[r], why);
@@ -373,7 +374,7 @@ static void perf_flush(struct perf_out *o)
 {
 	size_t done = 0;
 	while (done < o->used) {
-		ssize_t n = sp_os->write(o->fd, o->buf + done, o->used - done);
+		ssize_t n = kern_write(o->fd, o->buf + done, o->used - done);
 		if (n <= 0)
 			break;
 		done += (size_t)n;
@@ -401,16 +402,16 @@ static void perf_symbols(struct perf_out *o, const struct move *mv)
 {
 	struct stat st;
 	void *map;
-	int fd = sp_os->open(mv->path, O_RDONLY | O_CLOEXEC, 0);
+	int fd = kern_open(mv->path, O_RDONLY | O_CLOEXEC, 0);
 
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(ElfW(Ehdr)) ||
-	    sp_os->mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0, &map) < 0) {
-		sp_os->close(fd);
+	    kern_map(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0, &map) < 0) {
+		kern_close(fd);
 		return;
 	}
-	sp_os->close(fd);
+	kern_close(fd);
 	const unsigned char *f = map;
 	size_t size = (size_t)st.st_size;
 	const ElfW(Ehdr) *eh = map;
@@ -446,7 +447,7 @@ static void perf_symbols(struct perf_out *o, const struct move *mv)
 		stats.perf_map_symbols++;
 	}
 out:
-	sp_os->munmap(map, size);
+	kern_unmap(map, size);
 }
 
 static void write_perf_map(void)
@@ -460,7 +461,7 @@ static void write_perf_map(void)
 	if (!any || !rt_options()->perf_map)
 		return;
 	snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
-	o.fd = sp_os->open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	o.fd = kern_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (o.fd < 0) {
 		rt_verbose(1, "--text: cannot write %s (errno %d): perf will not name moved functions",
 			   path, -o.fd);
@@ -471,7 +472,7 @@ static void write_perf_map(void)
 		if (moves[i].exec && moves[i].hi)
 			perf_symbols(&o, &moves[i]);
 	perf_flush(&o);
-	sp_os->close(o.fd);
+	kern_close(o.fd);
 }
 
 /* ---------- start ---------- */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "program/kern.h"
 #include "runtime.h"
 
 #define LIVE_NS 100000000ull /* published every 0.1 s the heap is used, and when its
@@ -25,7 +26,7 @@ static struct {
  * makes no system call (the clock is the vDSO's). */
 void rt_live_init(void)
 {
-	if (sp_os->prctl(PR_GET_SECCOMP, 0) != 0) /* (in a mode, or cannot say) */
+	if (kern_seccomp()) /* (in a mode, or cannot say) */
 		return;
 	live.pid = (int32_t)getpid();
 	live.page = sp_live_map();
@@ -45,7 +46,7 @@ void rt_live_tick(void)
 {
 	if (!live.page && !live.run)
 		return;
-	uint64_t now = sp_os->now_ns(), events = pages_unit_events();
+	uint64_t now = kern_now_ns(), events = pages_unit_events();
 	/* Read first, so that threads share the flag's line only when it is time. */
 	if ((now - atomic_load_explicit(&live.at, memory_order_relaxed) < LIVE_NS &&
 	     events == atomic_load_explicit(&live.events, memory_order_relaxed)) ||
@@ -82,7 +83,7 @@ void rt_live_tick(void)
 		sp_live_put(live.page, &s);
 	if (live.run) {
 		char comm[17] = "";
-		if (prctl(PR_GET_NAME, (unsigned long)comm, 0, 0, 0) == 0)
+		if (kern_prctl(PR_GET_NAME, (unsigned long)comm, 0, 0, 0) == 0)
 			memcpy(live.run->comm, comm, sizeof live.run->comm);
 		sp_live_put(&live.run->live, &s);
 	}
