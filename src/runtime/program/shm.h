@@ -32,7 +32,7 @@ void shm_moved(uintptr_t old, size_t old_len, uintptr_t to, size_t new_len);
 
 /* ---- between shm.c and shm_anon.c ---- */
 #define HUGE_SIZE_SHIFT 26                       /* SHM_HUGE_SHIFT, MFD_HUGE_SHIFT */
-#define HUGE_SIZE_BITS (0x3f << HUGE_SIZE_SHIFT) /* the page size asked, log2 */
+#define HUGE_SIZE_BITS (0x3fu << HUGE_SIZE_SHIFT) /* the page size asked, log2 */
 #define HUGE_SIZE_2MB (21 << HUGE_SIZE_SHIFT)
 enum shm_kind { SHM_SYSV = 0, SHM_ANON = 1 };
 extern const char *const shm_what[]; /* "a SysV segment", "a shared anonymous mapping" */
