@@ -35,19 +35,23 @@ enum brk_mode { BRK_UNDECIDED, BRK_EMULATED, BRK_KERNEL };
  * which may run while another thread is here). */
 static pthread_mutex_t brk_lock = PTHREAD_MUTEX_INITIALIZER;
 SP_LOCK_RANK(brk_lock, RANK_BRK, NULL);
-static enum brk_mode mode;
-static uintptr_t range_lo, range_hi; /* BRK_EMULATED: the range; the break starts at lo */
-static uintptr_t cur;                /* BRK_EMULATED: the break */
-static uintptr_t writable;           /* [range_lo, writable) is read-write */
-static uintptr_t kernel_start;       /* BRK_KERNEL: the kernel's break at the first call */
-/* Hugetlb steps (2m, 1g): a bit per 2 MiB of the range, 1 for a step on a hugetlb
- * page; they lie in [range_lo, writable), whole. Memory in [page_up(cur), writable)
- * reads as zero (a correct program does not write above its break). */
 #define MAX_STEPS ((64ul << 30) >> UNIT_SHIFT)
-static bool hugetlb_wanted;
-static uint64_t huge_steps[MAX_STEPS / 64];
-static size_t n_huge;
-static struct sp_rung_skip skip;    /* after a refusal, the pool is not asked for a while */
+/* The break, passed to every function below that reads or changes it. */
+struct brk_state {
+	enum brk_mode mode;
+	uintptr_t lo, hi;          /* BRK_EMULATED: the range; the break starts at lo */
+	uintptr_t cur;             /* BRK_EMULATED: the break */
+	uintptr_t writable;        /* [lo, writable) is read-write */
+	uintptr_t kernel_start;    /* BRK_KERNEL: the kernel's break at the first call */
+	bool hugetlb_wanted;
+	/* Hugetlb steps (2m, 1g): a bit per 2 MiB of the range, 1 for a step on a
+	 * hugetlb page; they lie in [lo, writable), whole. Memory in [page_up(cur),
+	 * writable) reads as zero (a correct program does not write above its break). */
+	uint64_t huge_steps[MAX_STEPS / 64];
+	size_t n_huge;
+	struct sp_rung_skip skip;  /* after a refusal, the pool is not asked for a while */
+};
+static struct brk_state the_brk;
 
 static _Atomic int st_mode;
 static _Atomic uint64_t st_bytes, st_peak;
@@ -76,25 +80,25 @@ static void fall(enum sp_fall why, const char *what)
 
 /* ---------- hugetlb steps (2m, 1g) ---------- */
 
-static size_t step_of(uintptr_t a) { return (a - range_lo) >> UNIT_SHIFT; }
+static size_t step_of(const struct brk_state *b, uintptr_t a) { return (a - b->lo) >> UNIT_SHIFT; }
 
-static bool huge_at(uintptr_t a)
+static bool huge_at(const struct brk_state *b, uintptr_t a)
 {
-	size_t i = step_of(a);
-	return huge_steps[i >> 6] >> (i & 63) & 1;
+	size_t i = step_of(b, a);
+	return b->huge_steps[i >> 6] >> (i & 63) & 1;
 }
 
-static void set_huge(uintptr_t from, uintptr_t to, bool on)
+static void set_huge(struct brk_state *b, uintptr_t from, uintptr_t to, bool on)
 {
 	for (uintptr_t a = from; a < to; a += UNIT_SIZE) {
-		size_t i = step_of(a);
-		if (on == huge_at(a))
+		size_t i = step_of(b, a);
+		if (on == huge_at(b, a))
 			continue;
-		huge_steps[i >> 6] ^= 1ull << (i & 63);
+		b->huge_steps[i >> 6] ^= 1ull << (i & 63);
 		if (on)
-			n_huge++;
+			b->n_huge++;
 		else
-			n_huge--;
+			b->n_huge--;
 	}
 }
 
@@ -102,16 +106,16 @@ static void set_huge(uintptr_t from, uintptr_t to, bool on)
  * returns where they end. A refusal is counted and said, and the pool is not asked
  * again for a while (rung.c); *hole says the rest may have been unmapped by a
  * refused move (pages_hugetlb_into; a refused map changes nothing). */
-static uintptr_t grow_hugetlb(uintptr_t a, uintptr_t end, bool *hole)
+static uintptr_t grow_hugetlb(struct brk_state *b, uintptr_t a, uintptr_t end, bool *hole)
 {
 	size_t n = (end - a) >> UNIT_SHIFT;
-	struct sp_rung_ask ask = { .site = SP_SITE_BRK, .rung = SP_BACKING_2M, .skip = &skip };
+	struct sp_rung_ask ask = { .site = SP_SITE_BRK, .rung = SP_BACKING_2M, .skip = &b->skip };
 	*hole = false;
-	if (!hugetlb_wanted || n == 0)
+	if (!b->hugetlb_wanted || n == 0)
 		return a;
 	int why = pages_hugetlb_try(&ask, a, n << UNIT_SHIFT, hole);
 	if (why < 0) {
-		set_huge(a, end, true);
+		set_huge(b, a, end, true);
 		return end;
 	}
 	rt_fall(SP_BACKING_2M, (enum sp_fall)why);
@@ -119,7 +123,7 @@ static uintptr_t grow_hugetlb(uintptr_t a, uintptr_t end, bool *hole)
 	size_t room = (size_t)sp_rung_room(SP_BACKING_2M, false);
 	if (why == SP_FALL_POOL_EMPTY && room > 0 && room < n &&
 	    pages_hugetlb_into(a, room << UNIT_SHIFT, false, hole) == 0) {
-		set_huge(a, a + (room << UNIT_SHIFT), true);
+		set_huge(b, a, a + (room << UNIT_SHIFT), true);
 		return a + (room << UNIT_SHIFT);
 	}
 	return a;
@@ -146,7 +150,7 @@ static int unreserve(uintptr_t a, uintptr_t end)
 }
 
 /* The range, advised huge; false (and why) when it cannot be had. */
-static bool reserve(enum sp_fall *why)
+static bool reserve(struct brk_state *b, enum sp_fall *why)
 {
 	*why = SP_FALL_MMAP;
 	for (size_t i = 0; i < sizeof range_sizes_mib / sizeof *range_sizes_mib; i++) {
@@ -160,18 +164,18 @@ static bool reserve(enum sp_fall *why)
 			*why = SP_FALL_MADVISE;
 			return false;
 		}
-		range_lo = writable = cur = (uintptr_t)p;
-		range_hi = range_lo + len;
+		b->lo = b->writable = b->cur = (uintptr_t)p;
+		b->hi = b->lo + len;
 		return true;
 	}
 	return false;
 }
 
 /* On the first call, under the lock: emulate the break, or leave it the kernel's. */
-static void decide(bool active)
+static void decide(struct brk_state *b, bool active)
 {
 	const struct sp_options *o = rt_options();
-	mode = BRK_KERNEL;
+	b->mode = BRK_KERNEL;
 	if (active && o->heap && o->backing != SP_BACKING_4K) {
 		const struct sp_view *v = sp_view_get();
 		enum sp_fall why;
@@ -179,22 +183,23 @@ static void decide(bool active)
 			fall(SP_FALL_UNSUPPORTED, "this kernel has no THP");
 		else if (v->thp_never || v->features.thp_disabled_here)
 			fall(SP_FALL_THP_OFF, "THP is never, or disabled for this process");
-		else if (reserve(&why))
-			mode = BRK_EMULATED;
+		else if (reserve(b, &why))
+			b->mode = BRK_EMULATED;
 		else
 			fall(why, why == SP_FALL_MMAP ? "no address space for it (ulimit -v?)"
 						      : "madvise(MADV_HUGEPAGE) failed");
 	}
-	hugetlb_wanted = mode == BRK_EMULATED &&
-			 (o->backing == SP_BACKING_2M || o->backing == SP_BACKING_1G);
-	if (mode == BRK_EMULATED)
+	b->hugetlb_wanted = b->mode == BRK_EMULATED &&
+			    (o->backing == SP_BACKING_2M || o->backing == SP_BACKING_1G);
+	if (b->mode == BRK_EMULATED)
 		rt_verbose(1, "the program break is emulated on %s in %zu MiB of address space "
 			   "at %p, not the kernel's [heap]",
-			   hugetlb_wanted ? "2 MiB hugetlb pages (THP where the pool has none)" : "THP",
-			   (size_t)((range_hi - range_lo) >> 20), (void *)range_lo);
+			   b->hugetlb_wanted ? "2 MiB hugetlb pages (THP where the pool has none)"
+					     : "THP",
+			   (size_t)((b->hi - b->lo) >> 20), (void *)b->lo);
 	else
-		kernel_start = kern_brk(0);
-	atomic_store(&st_mode, mode);
+		b->kernel_start = kern_brk(0);
+	atomic_store(&st_mode, b->mode);
 }
 
 /* Makes [from, to) of the reservation read-write; near RLIMIT_DATA or the commit
@@ -213,34 +218,34 @@ static uintptr_t make_rw(uintptr_t from, uintptr_t to, uintptr_t need)
 /* Makes the pages up to need (page-aligned) read-write, in steps that end on 2 MiB:
  * a 2 MiB block that lies whole in the read-write part faults in as one huge page,
  * or is one hugetlb page (2m, 1g) while the pool has them. */
-static int grow_to(uintptr_t need)
+static int grow_to(struct brk_state *b, uintptr_t need)
 {
-	if (need <= writable)
+	if (need <= b->writable)
 		return 0;
-	uintptr_t end = min_addr(unit_up(need), range_hi);
+	uintptr_t end = min_addr(unit_up(need), b->hi);
 	/* The rest of the THP step the read-write part ends in, if it ends in one. */
-	uintptr_t a = min_addr(unit_up(writable), end);
-	if (a > writable) {
-		writable = make_rw(writable, a, need);
-		if (writable < a)
-			return writable >= need ? 0 : -ENOMEM;
+	uintptr_t a = min_addr(unit_up(b->writable), end);
+	if (a > b->writable) {
+		b->writable = make_rw(b->writable, a, need);
+		if (b->writable < a)
+			return b->writable >= need ? 0 : -ENOMEM;
 	}
-	if (writable >= end)
+	if (b->writable >= end)
 		return 0;
 	bool hole;
-	uintptr_t h = grow_hugetlb(writable, end, &hole);
-	writable = h;
+	uintptr_t h = grow_hugetlb(b, b->writable, end, &hole);
+	b->writable = h;
 	if (h < end && hole) {
 		/* A refused move may have unmapped the rest: fresh THP memory there, or at
 		 * least the reservation back. */
 		if (plain_rw(h, end) == 0)
-			writable = end;
+			b->writable = end;
 		else
 			unreserve(h, end);
 	} else if (h < end) {
-		writable = make_rw(h, end, need);
+		b->writable = make_rw(h, end, need);
 	}
-	return writable >= need ? 0 : -ENOMEM;
+	return b->writable >= need ? 0 : -ENOMEM;
 }
 
 /* What the kernel does to the pages above a lowered break (keep, page-aligned): they
@@ -258,14 +263,14 @@ static void zero(uintptr_t from, uintptr_t to, uintptr_t dirty)
 
 /* Frees [s, w) above the break (steps of one kind) and makes it inaccessible; memory
  * below dirty may hold the program's bytes. False if the kernel refused. */
-static bool give_back(uintptr_t s, uintptr_t w, uintptr_t dirty)
+static bool give_back(struct brk_state *b, uintptr_t s, uintptr_t w, uintptr_t dirty)
 {
-	if (huge_at(s)) {
+	if (huge_at(b, s)) {
 		/* Whole hugetlb pages: back to the pool. */
 		if (unreserve(s, w) < 0)
 			return false;
-		set_huge(s, w, false);
-		sp_rung_forget(&skip);
+		set_huge(b, s, w, false);
+		sp_rung_forget(&b->skip);
 		return true;
 	}
 	if (kern_drop((void *)s, w - s) < 0)
@@ -274,84 +279,86 @@ static bool give_back(uintptr_t s, uintptr_t w, uintptr_t dirty)
 	return kern_protect((void *)s, w - s, PROT_NONE) == 0;
 }
 
-static void shrink_to(uintptr_t keep, uintptr_t old_brk)
+static void shrink_to(struct brk_state *b, uintptr_t keep, uintptr_t old_brk)
 {
 	uintptr_t dirty = page_up(old_brk);
-	if (keep >= dirty || keep >= writable)
+	if (keep >= dirty || keep >= b->writable)
 		return;
-	uintptr_t ku = min_addr(unit_up(keep), writable), w = writable;
+	uintptr_t ku = min_addr(unit_up(keep), b->writable), w = b->writable;
 	/* The steps above the one the break is in, from the top, a run of one kind at a
 	 * time. */
 	while (w > ku) {
 		uintptr_t s = unit_down(w - 1);
-		bool h = huge_at(s);
-		while (s > ku && huge_at(s - UNIT_SIZE) == h)
+		bool h = huge_at(b, s);
+		while (s > ku && huge_at(b, s - UNIT_SIZE) == h)
 			s -= UNIT_SIZE;
-		if (!give_back(s, w, dirty))
+		if (!give_back(b, s, w, dirty))
 			break;
 		w = s;
 	}
 	/* Should the kernel refuse (no VMA left to split), the pages stay accessible:
 	 * zero, and past the break, where a correct program does not go. */
 	zero(ku, w, dirty);
-	writable = w;
+	b->writable = w;
 	if (keep >= ku)
 		return;
 	/* The step the break is in: a hugetlb page's mapping cannot be cut, so above the
 	 * break its pages are zeroed and stay accessible (as the rest of a 2 MiB step
 	 * does above a break that grows). */
-	if (huge_at(keep) || w > ku) {
+	if (huge_at(b, keep) || w > ku) {
 		zero(keep, ku, dirty);
 		return;
 	}
 	if (kern_drop((void *)keep, ku - keep) < 0)
 		zero(keep, ku, dirty);
 	if (kern_protect((void *)keep, ku - keep, PROT_NONE) == 0)
-		writable = keep;
+		b->writable = keep;
 }
 
 /* Sets the break to want, under the lock; 0 or -ENOMEM, as glibc's brk: below the
  * start nothing moves and that is no error (the kernel returns the old break, which
  * glibc takes for success). */
-static int set_break(uintptr_t want)
+static int set_break(struct brk_state *b, uintptr_t want)
 {
-	if (mode == BRK_KERNEL) {
+	if (b->mode == BRK_KERNEL) {
 		uintptr_t got = kern_brk(want);
-		count(kernel_start, got);
+		count(b->kernel_start, got);
 		return got < want ? -ENOMEM : 0;
 	}
-	if (want < range_lo)
+	if (want < b->lo)
 		return 0;
-	if (want > range_hi)
+	if (want > b->hi)
 		return -ENOMEM;
-	if (want > cur) {
-		if (grow_to(page_up(want)) < 0)
+	if (want > b->cur) {
+		if (grow_to(b, page_up(want)) < 0)
 			return -ENOMEM;
 	} else {
-		shrink_to(page_up(want), cur);
+		shrink_to(b, page_up(want), b->cur);
 	}
-	cur = want;
-	count(range_lo, cur);
+	b->cur = want;
+	count(b->lo, b->cur);
 	return 0;
 }
 
-static uintptr_t current_break(void)
+static uintptr_t current_break(struct brk_state *b)
 {
-	return mode == BRK_KERNEL ? kern_brk(0) : cur;
+	return b->mode == BRK_KERNEL ? kern_brk(0) : b->cur;
 }
 
-static void lock_decided(void)
+static struct brk_state *lock_decided(void)
 {
+	struct brk_state *b = &the_brk;
 	bool active = rt_init(); /* outside the lock: it may start the heap */
 	pthread_mutex_lock(&brk_lock);
-	if (mode == BRK_UNDECIDED)
-		decide(active);
+	if (b->mode == BRK_UNDECIDED)
+		decide(b, active);
+	return b;
 }
 
 EXPORT void *sbrk(intptr_t increment)
 {
-	lock_decided();
-	uintptr_t old = current_break();
+	struct brk_state *b = lock_decided();
+	uintptr_t old = current_break(b);
 	int r = 0;
 	if (increment > 0) {
 		if (old + (uintptr_t)increment < old)
@@ -361,7 +368,7 @@ EXPORT void *sbrk(intptr_t increment)
 			r = -ENOMEM;
 	}
 	if (r == 0 && increment != 0)
-		r = set_break(old + (uintptr_t)increment);
+		r = set_break(b, old + (uintptr_t)increment);
 	pthread_mutex_unlock(&brk_lock);
 	if (r < 0) {
 		errno = -r;
@@ -377,8 +384,8 @@ EXPORT void *__sbrk(intptr_t increment)
 
 EXPORT int brk(void *addr)
 {
-	lock_decided();
-	int r = set_break((uintptr_t)addr);
+	struct brk_state *b = lock_decided();
+	int r = set_break(b, (uintptr_t)addr);
 	pthread_mutex_unlock(&brk_lock);
 	if (r < 0) {
 		errno = -r;
@@ -408,8 +415,8 @@ bool brk_range(uintptr_t *lo, uintptr_t *hi)
 	/* The range is set before the mode is published, and never changes. */
 	if (atomic_load_explicit(&st_mode, memory_order_acquire) != BRK_EMULATED)
 		return false;
-	*lo = range_lo;
-	*hi = range_hi;
+	*lo = the_brk.lo;
+	*hi = the_brk.hi;
 	return true;
 }
 
@@ -417,15 +424,15 @@ bool brk_range(uintptr_t *lo, uintptr_t *hi)
  * memory in place, with the caller's signals blocked (a handler must not write them
  * meanwhile; another thread's write to them while they are copied is lost, see
  * superpage-run(7)). */
-static int demote_locked(uintptr_t addr, size_t len)
+static int demote_locked(struct brk_state *b, uintptr_t addr, size_t len)
 {
-	uintptr_t from = unit_down(addr > range_lo ? addr : range_lo);
-	uintptr_t to = min_addr(addr + len, writable);
+	uintptr_t from = unit_down(addr > b->lo ? addr : b->lo);
+	uintptr_t to = min_addr(addr + len, b->writable);
 	bool blocked = false;
 	sigset_t all, old;
 	int r = 0;
-	for (uintptr_t a = from; a < to && n_huge && r == 0; a += UNIT_SIZE) {
-		if (!huge_at(a))
+	for (uintptr_t a = from; a < to && b->n_huge && r == 0; a += UNIT_SIZE) {
+		if (!huge_at(b, a))
 			continue;
 		if (!blocked) {
 			sigfillset(&all);
@@ -433,8 +440,8 @@ static int demote_locked(uintptr_t addr, size_t len)
 			blocked = true;
 		}
 		if (pages_copy_in(a, UNIT_SIZE, (const void *)a)) {
-			set_huge(a, a + UNIT_SIZE, false);
-			sp_rung_forget(&skip);
+			set_huge(b, a, a + UNIT_SIZE, false);
+			sp_rung_forget(&b->skip);
 		} else {
 			r = -ENOMEM;
 		}
@@ -450,20 +457,21 @@ int brk_demote(uintptr_t addr, size_t len)
 	if (!brk_range(&lo, &hi) || addr >= hi || addr + len <= lo)
 		return 0;
 	pthread_mutex_lock(&brk_lock);
-	int r = demote_locked(addr, len);
+	int r = demote_locked(&the_brk, addr, len);
 	pthread_mutex_unlock(&brk_lock);
 	return r;
 }
 
 int brk_advise(uintptr_t addr, size_t len, int advice)
 {
+	struct brk_state *b = &the_brk;
 	enum advise_how how = pages_advise_how(advice);
 	uintptr_t end = addr + len, run = addr; /* [run, a): for the kernel, not yet asked */
 	int ret = 0, r;
 	pthread_mutex_lock(&brk_lock);
 	if (how == ADV_CHANGE)
-		ret = demote_locked(addr, len);
-	if (how == ADV_CHANGE || how == ADV_KERNEL || !n_huge) {
+		ret = demote_locked(b, addr, len);
+	if (how == ADV_CHANGE || how == ADV_KERNEL || !b->n_huge) {
 		if (ret == 0)
 			ret = kern_advise((void *)addr, len, advice);
 		pthread_mutex_unlock(&brk_lock);
@@ -472,7 +480,7 @@ int brk_advise(uintptr_t addr, size_t len, int advice)
 	/* DONTNEED and hints: as the heap does on its hugetlb units (pages_advise). */
 	for (uintptr_t a = addr; a < end;) {
 		uintptr_t e = min_addr(unit_down(a) + UNIT_SIZE, end);
-		if (a < range_lo || a >= writable || !huge_at(a)) {
+		if (a < b->lo || a >= b->writable || !huge_at(b, a)) {
 			a = e;
 			continue;
 		}
@@ -501,10 +509,11 @@ void brk_fork_prepare(void)
 /* Each hugetlb step, to fn. Under the lock. */
 void brk_fork_hugetlb(fork_range_fn fn, void *arg)
 {
-	if (mode != BRK_EMULATED || !n_huge)
+	const struct brk_state *b = &the_brk;
+	if (b->mode != BRK_EMULATED || !b->n_huge)
 		return;
-	for (uintptr_t a = range_lo; a < writable; a += UNIT_SIZE)
-		if (huge_at(a))
+	for (uintptr_t a = b->lo; a < b->writable; a += UNIT_SIZE)
+		if (huge_at(b, a))
 			fn(a, UNIT_SIZE, UNIT_SIZE, arg);
 }
 
@@ -513,13 +522,14 @@ void brk_fork_hugetlb(fork_range_fn fn, void *arg)
  * under the lock. */
 size_t brk_fork_demote(long *want)
 {
+	struct brk_state *b = &the_brk;
 	size_t moved = 0;
-	if (mode != BRK_EMULATED || !n_huge)
+	if (b->mode != BRK_EMULATED || !b->n_huge)
 		return 0;
-	for (uintptr_t a = range_lo; a < writable && *want > 0; a += UNIT_SIZE) {
-		if (huge_at(a) && pages_copy_in(a, UNIT_SIZE, (const void *)a)) {
-			set_huge(a, a + UNIT_SIZE, false);
-			sp_rung_forget(&skip);
+	for (uintptr_t a = b->lo; a < b->writable && *want > 0; a += UNIT_SIZE) {
+		if (huge_at(b, a) && pages_copy_in(a, UNIT_SIZE, (const void *)a)) {
+			set_huge(b, a, a + UNIT_SIZE, false);
+			sp_rung_forget(&b->skip);
 			(*want)--;
 			moved++;
 		}
@@ -535,8 +545,9 @@ void brk_fork_parent(void)
 /* In the child, once fork.c has copied the hugetlb steps: they are THP now. */
 void brk_fork_copied(void)
 {
-	if (mode == BRK_EMULATED && n_huge)
-		set_huge(range_lo, unit_up(writable), false);
+	struct brk_state *b = &the_brk;
+	if (b->mode == BRK_EMULATED && b->n_huge)
+		set_huge(b, b->lo, unit_up(b->writable), false);
 }
 
 void brk_fork_child(void)
