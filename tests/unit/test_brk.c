@@ -21,10 +21,7 @@
 
 __attribute__((constructor(101))) static void on_fake_kernel(void)
 {
-	fk_reset();
-	fk_machine_default();
-	fk_pool(2 * MB, POOL, POOL);
-	fk_install();
+	fk_setup(POOL, 0);
 	setenv("SUPERPAGE_BACKING", "2m", 1);
 }
 

@@ -24,9 +24,7 @@
 
 __attribute__((constructor(101))) static void on_fake_kernel(void)
 {
-	fk_reset();
-	fk_machine_default();
-	fk_install();
+	fk_setup(0, 0);
 	setenv("SUPERPAGE_BACKING", "thp", 1);
 }
 
