@@ -17,7 +17,10 @@
 # round runs the two one after the other). --hardening runs only those two, and
 # superpage once more ("again": the same build, whose ratio to the first is the noise
 # the hardening's figures carry), 11 rounds of the malloc kernels, and no gups_malloc
-# or sizes. Each round runs
+# or sizes. Where valgrind is installed, the hardening's cost is also given in
+# instructions a call (callgrind, one thread, one batch of each kernel): a count the
+# machine's load does not change, where the times vary by more than the cost. Each
+# round runs
 # every allocator once, the first one rotating; 7 rounds of 0.5 s runs of the malloc
 # kernels (3 of 0.4 s with --quick: this machine's speed drifts from minute to minute,
 # and many short alternating rounds see less of it than a few long ones), 3 of
@@ -376,6 +379,51 @@ line=$(round_ratios superpage unhardened cost)
 [ -z "$line" ] || echo "hardening: superpage / unhardened, median of the rounds' ratios (time it adds):$line"
 line=$(round_ratios superpage again cost)
 [ -z "$line" ] || echo "noise:     superpage / superpage again (the same build), likewise:$line"
+
+# Instructions a call of the program's to malloc, free and realloc (with all
+# they call), counted by callgrind in one run of allocator $1's runtime preloaded
+# (superpage's or unhardened's) on kernel $2 with one thread for one batch: the same
+# calls under both builds, and a count no other program on the machine changes.
+# "" if callgrind did not run.
+instr_per_call() {
+	local lib=$B/libsuperpage-run.so
+	[ "$1" = unhardened ] && lib=$B/unhardened/libsuperpage-run.so
+	rm -f "$TMP/callgrind"
+	LD_PRELOAD=$lib valgrind --tool=callgrind --callgrind-out-file="$TMP/callgrind" \
+		"$MB" "$2" 1 0.001 >/dev/null 2>&1 || return 0
+	# (callgrind's file names each object and function once as "(id) name", then by
+	# "(id)" alone; a call is "calls=N ..." followed by a line whose second field is
+	# its inclusive cost.)
+	awk '
+	function named(kind, rest,   id) {
+		id = rest; sub(/\).*/, "", id); sub(/^\(/, "", id)
+		if (rest ~ /^\([0-9]+\) /) { sub(/^\([0-9]+\) /, "", rest); name[kind, id] = rest }
+		return name[kind, id]
+	}
+	/^ob=/  { ob = named("ob", substr($0, 4)) }
+	/^fn=/  { caller_ob = ob; named("fn", substr($0, 4)) }
+	/^cob=/ { named("ob", substr($0, 5)) }
+	/^cfn=/ { callee = named("fn", substr($0, 5)) }
+	/^calls=/ {
+		n = substr($1, 7); getline
+		if (caller_ob ~ /kernels\/malloc$/ && callee ~ /^(malloc|free|realloc)$/) {
+			ir += $2; calls += n
+		}
+	}
+	END { if (calls) printf "%.2f", ir / calls }' "$TMP/callgrind"
+}
+
+if [ -n "$HAVE_UNHARDENED" ] && command -v valgrind >/dev/null 2>&1; then
+	line=""
+	for k in "${KERNELS[@]}"; do
+		hard=$(instr_per_call superpage "$k")
+		plain=$(instr_per_call unhardened "$k")
+		[ -n "$hard" ] && [ -n "$plain" ] || continue
+		line+=$(awk -v k="$k" -v h="$hard" -v p="$plain" 'BEGIN {
+			printf "  %s 1t %s against %s (%+.1f%%)", k, h, p, (h / p - 1) * 100 }')
+	done
+	[ -z "$line" ] || echo "hardening: instructions a malloc/free/realloc call, superpage against unhardened (callgrind, one batch):$line"
+fi
 if [ -n "$HARDENING_ONLY" ]; then
 	[ ${#failures[@]} -eq 0 ] && exit 0
 	for f in "${failures[@]}"; do
