@@ -87,6 +87,9 @@ for f in "$work"/*.sh; do
 done
 [ ${#names[@]} -gt 0 ] || { echo "realbench: no workload matched" >&2; exit 2; }
 
+# where the workloads find their helpers, in their description and their prepare (a
+# variable set only for the . would be gone by the time prepare runs)
+real=$here
 status=0 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 # the command line, for the table (the note is in the table already)
 made=bench/real/realbench.sh
@@ -111,7 +114,7 @@ for n in "${names[@]}"; do
 	unset -f prepare run
 	set_=quick metric='' lower=0 needs='' title=$n ignore='' extras='' expect=''
 	# shellcheck disable=SC1090
-	real=$here . "$work/$n.sh"
+	. "$work/$n.sh"
 	set_=${set:-quick}
 	unset set
 	if [ "$set_" = full ] && [ $full = 0 ] && [ -z "$only" ]; then
