@@ -89,6 +89,7 @@ done
 
 # where the workloads find their helpers, in their description and their prepare (a
 # variable set only for the . would be gone by the time prepare runs)
+# shellcheck disable=SC2034
 real=$here
 status=0 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 # the command line, for the table (the note is in the table already)

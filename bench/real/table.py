@@ -21,16 +21,6 @@ import docfile  # noqa: E402
 
 BEGIN, END = docfile.markers("realbench")
 
-# The full set that has no workload yet: listed, not measured.
-NOT_YET = [
-    ("memcached", "memcached under a memtier-like load"),
-    ("pgbench", "PostgreSQL pgbench at a scale past the TLB's reach"),
-    ("node", "node, a heap-heavy script"),
-    ("jvm", "the JVM, a GC-heavy workload"),
-    ("gcc", "a gcc build"),
-]
-
-
 def read_meta(path):
     meta = {"extras": []}
     with open(path) as f:
@@ -236,13 +226,6 @@ def render(args):
         for name, title, why in skipped:
             out.append("- %s: %s" % (title, why))
         out.append("")
-    out.append("Not yet done (the full set, `make realbench FULL=1`, has no workload for these yet):")
-    out.append("")
-    have = set(args.names)
-    for name, what in NOT_YET:
-        if name not in have:
-            out.append("- %s" % what)
-    out.append("")
     out.append(END)
     return "\n".join(out) + "\n"
 

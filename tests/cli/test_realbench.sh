@@ -3,7 +3,9 @@
 # table.py) on tiny fake workloads: no apt-get, no server. Each workload runs under
 # superpage bench -- CMD, and the table lands between the realbench markers of a
 # doc whose other text is kept; a workload that cannot run, one of the full set and
-# one whose check fails are reported as such. No test asserts a time.
+# one whose check fails are reported as such. The real workload files' fields are
+# checked as they are loaded (none of them runs), and the memcached client compiles
+# without a warning. No test asserts a time.
 # Usage: tests/cli/test_realbench.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
 # "SKIP name: why" per test.
 set -u
@@ -18,6 +20,118 @@ tmp=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM HUP
 unset LD_PRELOAD GLIBC_TUNABLES "${!SUPERPAGE_@}"
+
+# The workload files of bench/real/work: each, loaded as realbench.sh loads it, names
+# a title, its set (quick or full), a --metric REGEX with a group, lower 0 or 1, needs
+# as command:package pairs, extras as label=REGEX lines with a group, an expect REGEX
+# that compiles, and defines run; the files they name beside them are there. No
+# workload runs.
+fields() { # workload file: its fields, a line each (python3 checks them)
+	(
+		# shellcheck disable=SC2034
+		real=$top/bench/real
+		metric='' lower=0 needs='' title='' ignore='' extras='' expect=''
+		unset -f prepare run
+		# shellcheck disable=SC1090
+		. "$1" >/dev/null 2>&1
+		printf 'title\t%s\nset\t%s\nmetric\t%s\nlower\t%s\nneeds\t%s\nexpect\t%s\nignore\t%s\n' \
+			"$title" "${set:-quick}" "$metric" "$lower" "$needs" "$expect" "$ignore"
+		[ -n "$extras" ] && printf '%s\n' "$extras" | sed 's/^/extra\t/'
+		declare -F run >/dev/null && printf 'run\tyes\n'
+		declare -F prepare >/dev/null && printf 'prepare\tyes\n'
+		# the helpers a workload names by $real/FILE
+		# shellcheck disable=SC2016
+		grep -o '\$real/[A-Za-z0-9_./]*' "$1" | sed 's|^\$real/|helper\t|'
+	)
+}
+# shellcheck disable=SC2016
+check_fields() { # workload file
+	fields "$1" | python3 -c '
+import os, re, sys
+real, errs, f = sys.argv[1], [], {"extra": [], "helper": []}
+for line in sys.stdin:
+    k, _, v = line.rstrip("\n").partition("\t")
+    if k in ("extra", "helper"):
+        f[k].append(v)
+    else:
+        f[k] = v
+def rx(name, x, group):
+    try:
+        if re.compile(x).groups < group:
+            errs.append("%s %r has no group" % (name, x))
+    except re.error as e:
+        errs.append("%s %r: %s" % (name, x, e))
+if not f.get("title"):
+    errs.append("no title")
+if f.get("set") not in ("quick", "full"):
+    errs.append("set %r" % f.get("set"))
+if not f.get("metric"):
+    errs.append("no metric")
+else:
+    rx("metric", f["metric"], 1)
+if f.get("lower") not in ("0", "1"):
+    errs.append("lower %r" % f.get("lower"))
+for pair in f.get("needs", "").split():
+    if not re.fullmatch(r"[A-Za-z0-9_.+-]+:[a-z0-9][a-z0-9.+-]+", pair):
+        errs.append("needs %r" % pair)
+for x in ("expect", "ignore"):
+    if f.get(x):
+        rx(x, f[x], 0)
+for e in f["extra"]:
+    label, eq, x = e.partition("=")
+    if not label or not eq:
+        errs.append("extra %r" % e)
+    else:
+        rx("extra " + label, x, 1)
+if f.get("run") != "yes":
+    errs.append("no run function")
+for h in f["helper"]:
+    if not os.path.exists(os.path.join(real, h)):
+        errs.append("names $real/%s, which is missing" % h)
+print("; ".join(errs))
+' "$top/bench/real"
+}
+if ! command -v python3 >/dev/null 2>&1; then
+	skip realbench_fields "needs python3"
+	skip realbench_full_set "needs python3"
+else
+	bad='' quick='' full=''
+	for f in "$top"/bench/real/work/*.sh; do
+		n=$(basename "$f" .sh)
+		e=$(check_fields "$f")
+		[ -n "$e" ] && bad="$bad $n: $e;"
+		case $(fields "$f" | sed -n 's/^set\t//p') in
+		full) full="$full $n" ;;
+		*) quick="$quick $n" ;;
+		esac
+	done
+	# a workload with a field broken by hand is caught: the check is not vacuous
+	sed -e "s/^metric=.*/metric='^no group here'/" "$top/bench/real/work/zstd.sh" >"$tmp/broken.sh"
+	e=$(check_fields "$tmp/broken.sh")
+	if [ -z "$bad" ] && [[ $e == *"metric '^no group here' has no group"* ]]; then
+		pass realbench_fields
+	else
+		fail realbench_fields "${bad:-a metric without a group was not caught ($e)}"
+	fi
+	# the full set is written: memcached, pgbench, the JVM, node, a gcc build, zstd
+	want=' gcc jvm memcached node pgbench zstd'
+	if [ "$(tr ' ' '\n' <<<"$full" | sed '/^$/d' | sort | tr '\n' ' ' | sed 's/^/ /; s/ $//')" = "$want" ] && [ -n "$quick" ]; then
+		pass realbench_full_set
+	else
+		fail realbench_full_set "full set:$full, want$want; quick:$quick"
+	fi
+fi
+
+# memc_load.c (the memcached workload's client, built there with gcc) compiles without
+# a warning.
+if ! command -v gcc >/dev/null 2>&1; then
+	skip realbench_memc_client "needs gcc"
+elif gcc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$tmp/memc_load" "$top/bench/real/memc_load.c" \
+	-lpthread 2>"$tmp/cc.err"; then
+	pass realbench_memc_client
+else
+	fail realbench_memc_client "$(head -c 300 "$tmp/cc.err")"
+fi
 
 why=''
 [ -x "$RB" ] || why="no $RB"

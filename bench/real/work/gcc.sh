@@ -4,7 +4,7 @@
 # figure is files compiled per second, its check the hash of the objects (the same
 # in every run: gcc's output does not depend on the heap it ran in). The process
 # bench samples is the shell that drives make: its huge share is not cc1's.
-# shellcheck shell=bash disable=SC2034,SC2154
+# shellcheck shell=bash disable=SC2034,SC2154,SC2016
 title='gcc -O2 build of src/ (make -j2), files/s'
 set=full
 needs='gcc:gcc make:make sha256sum:coreutils'
@@ -16,9 +16,11 @@ prepare() { # dir
 	top=$(cd "$real/../.." && pwd)
 	rm -rf "$d/tree"
 	mkdir -p "$d/tree/src" "$d/tree/bench"
-	cp -a "$top/include" "$d/tree/" && cp -a "$top/src/core" "$top/src/cli" "$top/src/bench" \
-		"$top/src/common" "$d/tree/src/" && cp -a "$top"/bench/*.h "$d/tree/bench/" ||
-		{ echo "could not copy $top/src"; return 1; }
+	if ! cp -a "$top/include" "$d/tree/" || ! cp -a "$top/src/core" "$top/src/cli" "$top/src/bench" \
+		"$top/src/common" "$d/tree/src/" || ! cp -a "$top"/bench/*.h "$d/tree/bench/"; then
+		echo "could not copy $top/src"
+		return 1
+	fi
 	{
 		echo 'CFLAGS := -std=gnu11 -O2 -fPIC -D_GNU_SOURCE -Iinclude -Isrc/core -Isrc/common -Isrc/bench -Isrc'
 		for f in $(cd "$d/tree" && ls src/*/*.c); do
