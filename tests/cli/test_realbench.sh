@@ -133,6 +133,86 @@ else
 	fail realbench_memc_client "$(head -c 300 "$tmp/cc.err")"
 fi
 
+# memc_load's check against a fake memcached (python3, the text protocol's set, mn,
+# get and stats on loopback): with every value kept it exits 0 and says so; a server
+# that hands back one wrong value, or loses a key, makes it exit 1 and count it.
+fake_memcached() { # mode (good, wrong or lose): serves clients, prints its port first
+	exec python3 -u -c '
+import socket, sys
+mode = sys.argv[1]
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(8)
+print(srv.getsockname()[1])
+store, conns = {}, []
+import threading
+def serve(c):
+    f = c.makefile("rb")
+    while True:
+        line = f.readline()
+        if not line:
+            return
+        w = line.split()
+        if w[0] == b"set":
+            data = f.read(int(w[4]) + 2)[:-2]
+            store[w[1]] = data
+        elif w[0] == b"mn":
+            c.sendall(b"MN\r\n")
+        elif w[0] == b"get":
+            out = []
+            for k in w[1:]:
+                v = store.get(k)
+                if v is None or (mode == "lose" and k == b"k00000000007"):
+                    continue
+                if mode == "wrong" and k == b"k00000000005":
+                    v = v[:-1] + b"#"
+                out.append(b"VALUE %s 0 %d\r\n%s\r\n" % (k, len(v), v))
+            c.sendall(b"".join(out) + b"END\r\n")
+        elif w[0] == b"stats":
+            c.sendall(b"STAT curr_items %d\r\nSTAT evictions 0\r\nEND\r\n" % len(store))
+srv.settimeout(30)
+try:
+    while True:
+        c, _ = srv.accept()
+        t = threading.Thread(target=serve, args=(c,), daemon=True)
+        t.start()
+        conns.append(t)
+except socket.timeout:
+    pass
+' "$1"
+}
+memc_try() { # mode: runs memc_load against a fake server; leaves mrc and mout
+	local port fpid
+	rm -f "$tmp/fake.port"
+	fake_memcached "$1" >"$tmp/fake.port" 2>"$tmp/fake.err" &
+	fpid=$!
+	for _ in $(seq 100); do [ -s "$tmp/fake.port" ] && break; sleep 0.1; done
+	port=$(head -n 1 "$tmp/fake.port")
+	timeout 60 "$tmp/memc_load" "$port" 20 200 2 10 >"$tmp/memc.out" 2>&1
+	mrc=$?
+	mout=$(tr '\n' '|' <"$tmp/memc.out")
+	kill "$fpid" 2>/dev/null
+	wait "$fpid" 2>/dev/null
+}
+if [ ! -x "$tmp/memc_load" ] || ! command -v python3 >/dev/null 2>&1; then
+	skip realbench_memc_check "needs python3 and memc_load built (gcc)"
+else
+	memc_try good
+	good="$mrc $mout"
+	memc_try wrong
+	wrong="$mrc $mout"
+	memc_try lose
+	lose="$mrc $mout"
+	if [[ $good == "0 check: 20 keys set, 200 gets, 200 values as written, 0 missing, 0 wrong,"* ]] &&
+		[[ $good == *"check: curr_items 20, evictions 0|memcached: "*" gets/s, sets "* ]] &&
+		[[ $wrong == "1 check: 20 keys set, 200 gets, "*", 0 missing, "[1-9]*" wrong,"* ]] &&
+		[[ $lose == "1 check: 20 keys set, 200 gets, "*" values as written, "[1-9]*" missing, 0 wrong,"* ]]; then
+		pass realbench_memc_check
+	else
+		fail realbench_memc_check "good '$good'; wrong '$wrong'; lose '$lose'"
+	fi
+fi
+
 why=''
 [ -x "$RB" ] || why="no $RB"
 command -v python3 >/dev/null 2>&1 || why="needs python3 (table.py)"
