@@ -7,8 +7,9 @@
  * keys chosen at random (a fixed seed per connection) in multi-gets of BATCH keys,
  * checking every value it gets back against the one it wrote. It prints a check of
  * what it read (the same in every run: the counts, a sum over the keys read, the
- * server's item count and evictions) and the gets and sets per second; it exits 1 when
- * a key is missing, a value wrong or an item evicted.
+ * server's item count and evictions, and "check: every value as written, none evicted"
+ * only when that is so) and the gets and sets per second; it exits 1 when a key is
+ * missing, a value wrong or an item evicted.
  * It is the load, not what is measured: it runs without superpage's runtime.
  */
 #define _GNU_SOURCE
@@ -260,7 +261,7 @@ int main(int argc, char **argv)
 	uint64_t got = 0, missing = 0, wrong = 0, sum = 0;
 	double t0, tfill, tget;
 	long long items, evictions;
-	int i;
+	int i, bad;
 	if (argc < 4 || argc > 6) {
 		fprintf(stderr, "usage: memc_load PORT KEYS GETS [CONNS [BATCH]]\n");
 		return 2;
@@ -310,6 +311,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)nkeys, (unsigned long long)ngets, (unsigned long long)got,
 	       (unsigned long long)missing, (unsigned long long)wrong, (unsigned long long)sum);
 	printf("check: curr_items %lld, evictions %lld\n", items, evictions);
+	bad = missing || wrong || evictions != 0 || items != (long long)nkeys;
+	if (!bad)
+		printf("check: every value as written, none evicted\n");
 	printf("memcached: %.0f gets/s, sets %.0f per s\n", ngets / tget, nkeys / tfill);
-	return missing || wrong || evictions != 0 || items != (long long)nkeys ? 1 : 0;
+	return bad;
 }

@@ -204,7 +204,8 @@ else
 	memc_try lose
 	lose="$mrc $mout"
 	if [[ $good == "0 check: 20 keys set, 200 gets, 200 values as written, 0 missing, 0 wrong,"* ]] &&
-		[[ $good == *"check: curr_items 20, evictions 0|memcached: "*" gets/s, sets "* ]] &&
+		[[ $good == *"check: curr_items 20, evictions 0|check: every value as written, none evicted|memcached: "*" gets/s, sets "* ]] &&
+		[[ $wrong$lose != *"every value as written"* ]] &&
 		[[ $wrong == "1 check: 20 keys set, 200 gets, "*", 0 missing, "[1-9]*" wrong,"* ]] &&
 		[[ $lose == "1 check: 20 keys set, 200 gets, "*" values as written, "[1-9]*" missing, 0 wrong,"* ]]; then
 		pass realbench_memc_check
