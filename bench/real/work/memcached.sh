@@ -31,21 +31,25 @@ memc_up() {
 	return 1
 }
 
-memc_client() { # port dir
+memc_client() { # port dir server-pid
 	local p=$1 d=$2
 	unset LD_PRELOAD
-	memc_up "$p" || return 1
-	"$d/memc_load" "$p" "$memc_keys" "$memc_gets" 4 100
-	# -A lets the shutdown command end the server (exit status 0)
-	exec 3<>"/dev/tcp/127.0.0.1/$p" && printf 'shutdown\r\n' >&3
-	exec 3>&-
+	memc_up "$p" && "$d/memc_load" "$p" "$memc_keys" "$memc_gets" 4 100
+	# -A lets the shutdown command end the server (exit status 0); a server that does
+	# not answer is killed (no result), so that the run ends either way
+	if { exec 3<>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null; then
+		printf 'shutdown\r\n' >&3
+		exec 3>&-
+	else
+		kill "$3"
+	fi
 }
 
 run() { # dir
 	local d=$1 p user=()
 	p=$(rb_port)
 	[ "$(id -u)" = 0 ] && user=(-u memcache)
-	memc_client "$p" "$d" &
+	memc_client "$p" "$d" $$ &
 	# the item memory with room to spare: no eviction may happen (the check)
 	exec memcached "${user[@]}" -l 127.0.0.1 -p "$p" -U 0 -t 2 -c 256 -A \
 		-m $((memc_keys * 13 / 10240 + 256))
