@@ -19,7 +19,7 @@
 #   --note TEXT      a line for the table (the machine's state, say)
 # A workload is a bash file of its own (see bench/real/work/README); the results, logs
 # and bench's JSON are under OUT. Exit status: 0; 1 if a workload's run
-# failed; 2 for bad options.
+# or its check failed; 2 for bad options.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)

@@ -6,7 +6,8 @@ Reads, for each workload named, what bench/real/realbench.sh left in --dir: NAME
 stdout, bench --output) or NAME.skip (why it did not run), and writes the section
 between the markers <!-- realbench:begin --> and <!-- realbench:end --> of --doc,
 leaving everything outside them as it was (the markers go at the end of the file when
-absent; the file is created when missing).
+absent; the file is created when missing). Exit status 1 (the section written) if a
+workload's check failed, 2 if nothing could be written.
 """
 import argparse
 import json
@@ -95,11 +96,12 @@ def share(x):
 
 
 def render(args):
+    """The section's text, and the names of the workloads whose check failed."""
     out = [BEGIN, ""]
     out.append("## Real workloads (make realbench)")
     out.append("")
     machine = None
-    rows, details, skipped = [], [], []
+    rows, details, skipped, failed = [], [], [], []
     variants = []
     for name in args.names:
         base = os.path.join(args.dir, name)
@@ -140,6 +142,7 @@ def render(args):
                 (["%d runs failed" % cmd["failures"]] if cmd.get("failures") else []) +
                 (["%d stdouts differ from plain's" % cmd["stdout_differs"]] if cmd.get("stdout_differs") else []) +
                 (["check missing in " + "; ".join(bad)] if bad else []))
+            failed.append(name)
         rows.append((name, title, meta.get("metric", ""), unit, plain.get("metric"), byname, check,
                      cmd.get("rounds")))
         if meta["extras"] and log:
@@ -227,7 +230,7 @@ def render(args):
             out.append("- %s: %s" % (title, why))
         out.append("")
     out.append(END)
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n", failed
 
 
 def main():
@@ -244,7 +247,7 @@ def main():
     p.add_argument("names", nargs="*")
     args = p.parse_args()
     try:
-        section = render(args)
+        section, failed = render(args)
         try:
             with open(args.doc) as f:
                 doc = f.read()
@@ -254,6 +257,9 @@ def main():
         print("table.py: %s" % e, file=sys.stderr)
         sys.exit(2)
     docfile.write_whole(args.doc, docfile.splice(doc, "realbench", section), ".realbench.")
+    if failed:
+        print("table.py: the check failed for %s (the table says how)" % ", ".join(failed), file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

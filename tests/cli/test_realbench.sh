@@ -294,12 +294,13 @@ else
 	fail realbench_skips "$(oneline "$doc")"
 fi
 
-# check: delta never printed its check line: its row says so
+# check: delta never printed its check line: its row says so, and the run's exit status
 row=$(grep '^| fake delta |' "$doc")
-if [[ $row == *"FAILED (check missing in "* ]]; then
+if [[ $row == *"FAILED (check missing in "* ]] && [ "$rc" = 1 ] &&
+	grep -q 'the check failed for delta' "$tmp/rb.err"; then
 	pass realbench_check
 else
-	fail realbench_check "row '$row'"
+	fail realbench_check "exit $rc, row '$row'; $(oneline "$tmp/rb.err")"
 fi
 
 # a doc without the markers gets them at its end, its text kept in front
