@@ -43,6 +43,10 @@ struct rt_stats {
 	 * ones under 2m and 1g), and the 2 MiB units the program's commits of them made
 	 * whole: collapsed, or refused by the kernel. */
 	uint64_t packed, packed_collapsed, packed_refused;
+	/* auto: the heap's units made huge when they were dense (collapsed, or advised
+	 * before their first touch), and collapses of them the kernel refused; the units
+	 * on base pages now are units[SP_BACKING_4K]. */
+	uint64_t dense_units, dense_refused;
 	/* Falls: a rung that was asked for and not had, by reason (enum sp_fall). */
 	uint64_t falls[SP_BACKING_COUNT][SP_FALL_COUNT];
 	/* The program break (sbrk, brk): bytes from its start to the break now and the

@@ -1,6 +1,7 @@
 /* backing.c - what memory a unit is: the only file of the page heap that maps memory
  * into the range (plain, THP-advised, or hugetlb moved into place), with the
- * rungs refused lately, and auto's promotion to THP. */
+ * rungs refused lately, and auto's promotion to THP: its units made huge where
+ * they are dense. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -96,9 +97,14 @@ enum sp_backing back_units(size_t u, size_t n)
 		const struct sp_view *v = sp_view_get();
 		if (v->thp_never || v->features.thp_disabled_here)
 			return SP_BACKING_4K;
-	} else if (pg.policy != SP_BACKING_THP ||
-		   (pg.small_first && !atomic_load(&pg.promoted))) {
-		return pg.policy == SP_BACKING_THP ? SP_BACKING_4K : pg.policy;
+	} else if (pg.small_first) {
+		/* (auto: base pages until the unit is dense, units_settle; near a memory
+		 * limit the promoted heap counts the unit it put on them.) */
+		if (atomic_load(&pg.promoted) && atomic_load_explicit(&pg.near, memory_order_relaxed))
+			limits_base_unit(n);
+		return SP_BACKING_4K;
+	} else if (pg.policy != SP_BACKING_THP) {
+		return pg.policy;
 	}
 	/* Near a memory limit, a unit on THP is resident whole from its first touch. */
 	if (atomic_load_explicit(&pg.near, memory_order_relaxed)) {
@@ -125,13 +131,143 @@ size_t back_units_most(size_t u, size_t n, enum sp_backing *rest)
 	return 0;
 }
 
-/* The advice the range carries now. */
+/* The advice the range carries now: under auto, base pages (a unit is advised on its
+ * own when it is dense: unit_advice). */
 int range_advice(void)
 {
-	if (pg.policy == SP_BACKING_4K || (pg.small_first && !atomic_load(&pg.promoted)) ||
+	if (pg.policy == SP_BACKING_4K || pg.small_first ||
 	    atomic_load_explicit(&pg.near, memory_order_relaxed))
 		return MADV_NOHUGEPAGE;
 	return MADV_HUGEPAGE;
+}
+
+/* Whether the heap's large blocks go on THP now: under thp, and under auto once the
+ * heap is promoted; not near a memory limit. */
+bool heap_on_thp(void)
+{
+	if (pg.policy != SP_BACKING_THP || atomic_load_explicit(&pg.near, memory_order_relaxed))
+		return false;
+	return !pg.small_first || atomic_load(&pg.promoted);
+}
+
+/* The advice unit u carries now: the range's, or under auto its own. */
+int unit_advice(size_t u)
+{
+	if (pg.small_first && !atomic_load_explicit(&pg.near, memory_order_relaxed))
+		return pg.units[u].huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
+	return range_advice();
+}
+
+/* Whether auto makes dense units huge now: promoted, and not near a memory limit. */
+static bool dense_on(void)
+{
+	return pg.small_first && atomic_load(&pg.promoted) &&
+	       !atomic_load_explicit(&pg.near, memory_order_relaxed);
+}
+
+/* Units [u, u+n) on base pages become THP: advised MADV_HUGEPAGE (the next touch of a
+ * unit with no pages faults in a huge page; one with pages is to be collapsed) and
+ * counted as THP. False if the kernel refused the advice (out of mappings): they stay
+ * on base pages. Under the lock. */
+static bool units_make_huge(size_t u, size_t n)
+{
+	if (sp_os->madvise((void *)unit_addr(u), n << UNIT_SHIFT, MADV_HUGEPAGE) < 0)
+		return false;
+	for (size_t i = u; i < u + n; i++) {
+		struct unit *x = &pg.units[i];
+		x->huge = 1;
+		if (x->backing == SP_BACKING_4K) {
+			x->backing = SP_BACKING_THP;
+			count_units(SP_BACKING_4K, -1);
+			count_units(SP_BACKING_THP, 1);
+			atomic_fetch_add_explicit(&pg.st.dense_huge, 1, memory_order_relaxed);
+		}
+	}
+	return true;
+}
+
+/* Units [u, u+n), taken again on base pages, lose the MADV_HUGEPAGE advice an
+ * earlier use left them (a unit given back keeps its advice). Under the lock. */
+static void units_make_small(size_t u, size_t n)
+{
+	for (size_t i = u; i < u + n; i++)
+		if (pg.units[i].huge && pg.units[i].backing == SP_BACKING_4K) {
+			sp_os->madvise((void *)unit_addr(i), UNIT_SIZE, MADV_NOHUGEPAGE);
+			pg.units[i].huge = 0;
+		}
+}
+
+/* Whether HEAP unit x is dense enough to be made huge: DENSE_PAGES of its pages given
+ * out; under a memory limit, all but an eighth (a collapse makes the free ones
+ * resident too). */
+static bool heap_unit_dense(const struct unit *x)
+{
+	size_t used = PAGES_PER_UNIT - x->nfree;
+	return used >= DENSE_PAGES && (!limits_on() || x->nfree * 8 <= PAGES_PER_UNIT);
+}
+
+/* auto: the units a run of pages [p, p+np) of the heap was just given in. Those it
+ * made dense are made huge (units_make_huge), and those of them that held pages
+ * before it are left in *d to collapse after the lock (dense_collapse); one taken
+ * again with the advice of its last use loses it, unless it is dense now. Under the
+ * lock, before the run is handed out. */
+void units_settle(size_t p, size_t np, struct dense *d)
+{
+	if (!pg.small_first)
+		return;
+	bool on = dense_on();
+	size_t u0 = p / PAGES_PER_UNIT, u1 = (p + np - 1) / PAGES_PER_UNIT + 1;
+	for (size_t u = u0; u < u1; u++) {
+		struct unit *x = &pg.units[u];
+		if (x->state != U_HEAP || x->mapping || x->backing != SP_BACKING_4K)
+			continue;
+		if (!on || !heap_unit_dense(x)) {
+			units_make_small(u, 1);
+			continue;
+		}
+		size_t first = u * PAGES_PER_UNIT, from = p > first ? p - first : 0;
+		size_t to = p + np < first + PAGES_PER_UNIT ? p + np - first : PAGES_PER_UNIT;
+		bool held = PAGES_PER_UNIT - x->nfree > to - from;
+		if (units_make_huge(u, 1) && held && d->n < DENSE_MAX)
+			d->u[d->n++] = u;
+	}
+}
+
+/* auto: units [u, u+n) of a large block, given out whole: dense, so huge from their
+ * first touch once the heap is promoted, else on base pages. Under the lock. */
+void units_settle_large(size_t u, size_t n)
+{
+	if (!pg.small_first)
+		return;
+	size_t i = u;
+	while (i < u + n && pg.units[i].backing != SP_BACKING_4K)
+		i++;
+	if (i == u + n)
+		return;
+	if (dense_on())
+		units_make_huge(i, u + n - i);
+	else
+		units_make_small(i, u + n - i);
+}
+
+/* Collapses unit u into a huge page: tried twice more where the kernel found a page
+ * busy (EAGAIN: another thread's fault there); a unit with no page touched yet is
+ * left to fault in huge (EINVAL). Advisory: a unit freed meanwhile is collapsed for
+ * nothing, never harmed. Without the lock. */
+static void collapse_unit(size_t u)
+{
+	int r;
+	for (int k = 0; (r = sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, MADV_COLLAPSE)) ==
+			-EAGAIN && k < 2; k++)
+		;
+	if (r < 0 && r != -EINVAL)
+		atomic_fetch_add_explicit(&pg.st.dense_refused, 1, memory_order_relaxed);
+}
+
+void dense_collapse(const struct dense *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		collapse_unit(d->u[i]);
 }
 
 /* Whether auto's heap, on base pages still and of DENSE_UNITS or more (units of it
@@ -186,20 +322,13 @@ static bool heap_dense(size_t units)
 	return true;
 }
 
-/* Whether unit u is dense enough to collapse under a memory limit: a large block's,
- * or the heap's with at most an eighth of its pages free (a collapse makes the free
- * ones resident too). */
-static bool unit_dense(size_t u)
-{
-	const struct unit *x = &pg.units[u];
-	return x->state == U_LARGE || (x->state == U_HEAP && x->nfree * 8 <= PAGES_PER_UNIT);
-}
-
-/* The heap has grown big, or dense (heap_dense): THP from now on for all of it, and
- * the units in use are collapsed into huge pages now rather than whenever khugepaged
- * comes by (under a memory limit, the dense ones only). Not near a memory limit
- * (near_limit.c): the promotion waits until the heap is far from it again. Runs after an
- * allocation, without the lock; so does the look at the limit. */
+/* The heap has grown big, or dense (heap_dense): from now on its units are made huge
+ * as they become dense (units_settle), and those dense now are, collapsed into huge
+ * pages now rather than whenever khugepaged comes by: the units of large blocks, and
+ * the heap's with DENSE_PAGES given out (under a memory limit, all but an eighth).
+ * Not near a memory limit (near_limit.c): the promotion waits until the heap is far
+ * from it again. Runs after an allocation, without the lock; so does the look at the
+ * limit. */
 void maybe_promote(void)
 {
 	limits_tick();
@@ -214,29 +343,21 @@ void maybe_promote(void)
 		return;
 	pthread_mutex_lock(&pg.lock);
 	size_t top = pg.frontier;
-	/* (Lazy: only what is claimed is the range's; grow advises the rest.) */
-	sp_os->madvise((void *)pg.base, (pg.lazy ? top : pg.max_units) << UNIT_SHIFT, MADV_HUGEPAGE);
 	outside_promote();
 	for (size_t u = 0; u < top; u++) {
 		struct unit *x = &pg.units[u];
-		if ((x->state == U_HEAP || x->state == U_LARGE) && x->backing == SP_BACKING_4K) {
-			x->backing = SP_BACKING_THP;
-			pg.st.units[SP_BACKING_4K]--;
-			pg.st.units[SP_BACKING_THP]++;
-		}
+		if (x->backing != SP_BACKING_4K)
+			continue;
+		if (x->state == U_LARGE || (x->state == U_HEAP && !x->mapping && heap_unit_dense(x)))
+			units_make_huge(u, 1);
 	}
 	pthread_mutex_unlock(&pg.lock);
-	/* Advisory: a unit freed meanwhile is collapsed for nothing, never harmed. A
-	 * collapse the kernel could not do at once (EAGAIN: a page was busy, as another
-	 * thread's fault there) is tried twice more, or the unit stayed on base pages
-	 * until khugepaged came by: 2 of the 7 units of the mixed kernel on 2 threads. */
-	bool limited = limits_on();
+	/* (A unit read without the lock: one given back meanwhile is left alone, or
+	 * collapsed for nothing, never harmed.) */
 	for (size_t u = 0; u < top; u++)
-		if ((pg.units[u].state == U_HEAP || pg.units[u].state == U_LARGE) &&
-		    (!limited || unit_dense(u)))
-			for (int k = 0; k < 3 && sp_os->madvise((void *)unit_addr(u), UNIT_SIZE,
-								 MADV_COLLAPSE) == -EAGAIN; k++)
-				;
+		if ((pg.units[u].state == U_HEAP || pg.units[u].state == U_LARGE) && pg.units[u].huge &&
+		    pg.units[u].backing == SP_BACKING_THP)
+			collapse_unit(u);
 }
 
 /* Units [from, to) become read-write memory of the range, with its advice: made so
@@ -257,8 +378,11 @@ int claim_space(size_t from, size_t to)
 			r = -EEXIST;
 		}
 	}
-	if (r == 0)
+	if (r == 0) {
 		sp_os->madvise(at, len, range_advice());
+		for (size_t u = from; u < to; u++)
+			pg.units[u].huge = 0;
+	}
 	return r;
 }
 
@@ -272,6 +396,8 @@ void unclaim_space(size_t from, size_t to)
 	else if (sp_os->mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
 			     MAP_FIXED, -1, 0, &out) == 0)
 		sp_os->madvise(at, len, range_advice());
+	for (size_t u = from; u < to; u++)
+		pg.units[u].huge = 0;
 }
 
 /* Puts the heap's own memory back on pages [lo, hi) the program mapped over or
@@ -283,7 +409,7 @@ bool restore_pages(size_t lo, size_t hi)
 	if (sp_os->mmap(at, len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0, &out) < 0)
 		return false;
-	sp_os->madvise(at, len, range_advice());
+	sp_os->madvise(at, len, unit_advice(lo / PAGES_PER_UNIT));
 	return true;
 }
 

@@ -131,6 +131,7 @@ static struct span *range_alloc_large(size_t size, size_t align)
 	count_units(SP_BACKING_1G, (long)g);
 	count_units(SP_BACKING_2M, (long)h);
 	count_units(got, (long)(n - g - h));
+	units_settle_large(at, n);
 	s->kind = SPAN_LARGE;
 	s->start = unit_addr(at);
 	s->npages = n * PAGES_PER_UNIT;

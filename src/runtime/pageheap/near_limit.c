@@ -70,20 +70,21 @@ bool pages_near_limit(void)
 	return atomic_load_explicit(&pg.near, memory_order_relaxed);
 }
 
-/* Gives units [u, u+n) the range's advice now, but for those on hugetlb pages and
- * those that hold a program's mapping (with advice of its own). Under the lock. */
+/* Gives units [u, u+n) the advice they carry now (the range's, or under auto each
+ * its own: unit_advice), but for those on hugetlb pages and those that hold a
+ * program's mapping (with advice of its own). Under the lock. */
 static void advise_units(size_t u, size_t n)
 {
-	int advice = range_advice();
 	for (size_t i = u; i < u + n;) {
 		const struct unit *x = &pg.units[i];
 		if (is_hugetlb(x->backing) || (x->state == U_HEAP && x->mapping)) {
 			i++;
 			continue;
 		}
+		int advice = unit_advice(i);
 		size_t e = i + 1;
 		while (e < u + n && !is_hugetlb(pg.units[e].backing) &&
-		       !(pg.units[e].state == U_HEAP && pg.units[e].mapping))
+		       !(pg.units[e].state == U_HEAP && pg.units[e].mapping) && unit_advice(e) == advice)
 			e++;
 		sp_os->madvise((void *)unit_addr(i), (e - i) << UNIT_SHIFT, advice);
 		i = e;

@@ -98,7 +98,7 @@ struct span *outside_lookup(uintptr_t a)
 /* Whether outside blocks are advised huge: as the range's units are. */
 static bool outside_huge(void)
 {
-	return range_advice() == MADV_HUGEPAGE;
+	return heap_on_thp();
 }
 
 /* Once the heap is promoted (auto): the outside blocks mapped before go on THP too.

@@ -98,9 +98,10 @@ static int32_t take_unit(enum tier t)
 	}
 	bits_set(pg.freebits, (size_t)u, 1, false);
 	struct unit *x = &pg.units[u];
-	/* (An empty unit kept on a hugetlb page stays on it.) */
-	heap_unit_init((size_t)u, kept && is_hugetlb(x->backing) ? (enum sp_backing)x->backing
-								  : back_units((size_t)u, 1), t);
+	/* (An empty unit kept on a hugetlb page stays on it, and one auto made huge on
+	 * its huge page.) */
+	heap_unit_init((size_t)u, kept && (is_hugetlb(x->backing) || x->huge)
+					   ? (enum sp_backing)x->backing : back_units((size_t)u, 1), t);
 	return u;
 }
 
@@ -332,6 +333,7 @@ bool take_kept(size_t u, size_t n)
 		pg.units[c].resident = 0;
 		pg.units[c].backing = 0;
 		pg.units[i].resident = 1;
+		pg.units[i].huge = pg.units[c].huge; /* (the move takes its advice along) */
 		pg.st.reused++;
 		moved = true;
 	}
@@ -358,8 +360,8 @@ static bool take_pages(size_t p, size_t np, enum tier t, bool *clean)
 			cache_remove((int32_t)i);
 			pg.st.reused++;
 			bits_set(pg.freebits, i, 1, false);
-			heap_unit_init(i, is_hugetlb(pg.units[i].backing) ? (enum sp_backing)pg.units[i].backing
-								       : back_units(i, 1), t);
+			heap_unit_init(i, is_hugetlb(pg.units[i].backing) || pg.units[i].huge
+						  ? (enum sp_backing)pg.units[i].backing : back_units(i, 1), t);
 			fresh = false;
 			i++;
 			continue;
@@ -401,6 +403,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		return NULL;
 	pthread_mutex_lock(&pg.lock);
 	struct span *s = span_new();
+	struct dense d = { 0 };
 	int32_t u = NO_UNIT;
 	size_t at = PAGES_PER_UNIT, p = SIZE_MAX;
 	bool clean = false;
@@ -473,7 +476,9 @@ placed:
 		pages_map_all(s);
 	else
 		map_set(p, s);
+	units_settle(p, npages, &d);
 	pthread_mutex_unlock(&pg.lock);
+	dense_collapse(&d);
 	maybe_promote();
 	rt_live_tick();
 	return s;
@@ -601,6 +606,7 @@ bool pages_resize_run(struct span *s, size_t npages)
 {
 	size_t p0 = page_of(s->start);
 	struct release rel;
+	struct dense d = { 0 };
 	bool give_back = false, clean;
 	/* (Past 1 MiB a block realloc grows moves to whole units, malloc.c: grown in
 	 * place across units instead, strings grown by realloc in 2 threads had 10
@@ -627,9 +633,11 @@ bool pages_resize_run(struct span *s, size_t npages)
 		if (span_maps_all(s->kind))
 			for (size_t i = 0; i < n; i++)
 				map_set(p + i, s);
+		units_settle(p, n, &d);
 	}
 	s->npages = npages;
 	pthread_mutex_unlock(&pg.lock);
+	dense_collapse(&d);
 	if (give_back)
 		release_units(&rel);
 	return true;

@@ -192,6 +192,8 @@ void pages_stats(struct rt_stats *st)
 	st->mremaps = pg.st.mremaps;
 	st->released_units = pg.st.released;
 	st->reused_units = pg.st.reused;
+	st->dense_units = atomic_load_explicit(&pg.st.dense_huge, memory_order_relaxed);
+	st->dense_refused = atomic_load_explicit(&pg.st.dense_refused, memory_order_relaxed);
 	unit_account(st);
 	st->small_mmap_bytes = pg.st.small_mmap_pages << PAGE_SHIFT;
 	sp_falls_get(SP_SITE_HEAP, st->falls);

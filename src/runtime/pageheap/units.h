@@ -35,6 +35,16 @@ enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, NTIER };
  * grows faster than the clock is seen as it grows. */
 #define DENSE_UNITS 3
 #define DENSE_NS 10000000ull /* 10 ms */
+/* Once auto's heap is on THP (promoted), a unit of it is made huge when it is dense:
+ * when DENSE_PAGES of its pages are given out (the page heap knows it exactly), it is
+ * advised MADV_HUGEPAGE and collapsed (MADV_COLLAPSE); a unit given out whole (a large
+ * block's) is advised before it is touched. The others stay on base pages, so a unit
+ * the program uses a little of costs what it uses, not 2 MiB. */
+#define DENSE_PAGES (PAGES_PER_UNIT * 3 / 4)
+/* The units one run may leave to collapse after the lock (units.h, struct dense):
+ * the ones it made dense that held pages before it (the others fault in huge). */
+#define DENSE_MAX 4
+struct dense { size_t n, u[DENSE_MAX]; };
 
 struct unit {
 	uint64_t free[PAGES_PER_UNIT / 64]; /* HEAP: 1 = free page */
@@ -45,6 +55,9 @@ struct unit {
 	uint8_t mapping;                    /* HEAP: holds a program's large mapping (2m, 1g)
 	                                       and nothing of the heap's (never in a bucket) */
 	uint8_t tier;                       /* HEAP: what its pages hold (enum tier) */
+	uint8_t huge;                       /* auto: advised MADV_HUGEPAGE on its own (made
+	                                       huge when dense; the advice stays after it
+	                                       is given back, until it is taken again) */
 	uint16_t owner;                     /* the thread slot (malloc_thread_slot) its
 	                                       pages were last given to or freed by */
 	int32_t prev, next;                 /* bucket list (HEAP) or empty cache (FREE) */
@@ -60,6 +73,9 @@ struct page_counts {
 	_Atomic uint64_t unit_events; /* changes of units, for rt_live_tick */
 	_Atomic uint64_t units_added; /* units that joined, for limits_tick */
 	_Atomic uint64_t small_mmaps, large_mmaps;
+	/* auto: units made huge when dense (collapsed, or advised before their first
+	 * touch), and collapses the kernel refused. */
+	_Atomic uint64_t dense_huge, dense_refused;
 };
 
 struct pages {
@@ -167,6 +183,11 @@ enum sp_backing back_units(size_t u, size_t n);
  * on the others; else 0, and *rest what back_units gave them all. */
 size_t back_units_most(size_t u, size_t n, enum sp_backing *rest);
 int range_advice(void);
+int unit_advice(size_t u);
+bool heap_on_thp(void);
+void units_settle(size_t p, size_t np, struct dense *d);
+void units_settle_large(size_t u, size_t n);
+void dense_collapse(const struct dense *d);
 void maybe_promote(void);
 int claim_space(size_t from, size_t to);
 void unclaim_space(size_t from, size_t to);

@@ -47,9 +47,10 @@ static void json_heap(struct out *o, const struct account *a)
 		(unsigned long long)st->large_bytes, (unsigned long long)st->mremaps,
 		(unsigned long long)st->released_units, (unsigned long long)st->reused_units);
 	put_fmt(o, ",\"unit_used_bytes\":%llu,\"unit_free_bytes\":%llu,\"full_unit_bytes\":%llu,"
-		"\"kept_units\":%llu",
+		"\"kept_units\":%llu,\"dense_units\":%llu,\"dense_refused\":%llu",
 		(unsigned long long)st->unit_used_bytes, (unsigned long long)st->unit_free_bytes,
-		(unsigned long long)st->full_unit_bytes, (unsigned long long)st->kept_units);
+		(unsigned long long)st->full_unit_bytes, (unsigned long long)st->kept_units,
+		(unsigned long long)st->dense_units, (unsigned long long)st->dense_refused);
 	put_fmt(o, "},\"mmaps\":{\"small\":%llu,\"small_bytes\":%llu,\"large\":%llu,"
 		"\"packed\":%llu,\"packed_collapsed\":%llu,\"packed_refused\":%llu,"
 		"\"exec\":%llu,\"exec_bytes\":%llu,\"hints_moved\":%llu}",

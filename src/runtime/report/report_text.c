@@ -136,10 +136,13 @@ static void text_units(struct out *o, const struct account *a, bool tlb)
 			sp_backing_name(unit_rungs[k]));
 		any = true;
 	}
-	put_fmt(o, "%s (peak %llu, %llu given back, %llu reused); %llu large blocks (",
-		any ? "" : " none", (unsigned long long)st->units_peak,
-		(unsigned long long)st->released_units, (unsigned long long)st->reused_units,
-		(unsigned long long)st->large_blocks);
+	put_fmt(o, "%s (peak %llu, %llu given back, %llu reused", any ? "" : " none",
+		(unsigned long long)st->units_peak, (unsigned long long)st->released_units,
+		(unsigned long long)st->reused_units);
+	if (st->dense_units || st->dense_refused)
+		put_fmt(o, ", %llu made huge when dense (%llu collapses refused)",
+			(unsigned long long)st->dense_units, (unsigned long long)st->dense_refused);
+	put_fmt(o, "); %llu large blocks (", (unsigned long long)st->large_blocks);
 	put_human(o, st->large_bytes);
 	put_fmt(o, "), %llu mremaps; mmaps: %llu small from units (", (unsigned long long)st->mremaps,
 		(unsigned long long)st->small_mmaps);
