@@ -1,6 +1,7 @@
 /* test_dense_grow.c - auto's heap on the fake kernel, whose clock stands still: a heap
  * that grows dense goes on THP as it grows, with no timed look (auto also looks
- * whenever the heap has more units than when it last looked, backing.c); and a unit
+ * whenever the heap has more units than when it last looked, backing.c), its dense
+ * units only, and the last one once three quarters of it are given out; and a unit
  * whose collapse the kernel answers EAGAIN is tried three times, its bytes kept.
  * (test_dense_fake.c has the timed looks and the sparse heap that stays on base
  * pages.) The fake kernel is in place before the runtime starts. */
@@ -59,9 +60,27 @@ static void test_grown_dense_heap_promoted(void)
 	uint64_t thp = units_on(SP_BACKING_THP);
 	CHECK(thp > 0);
 	CHECK(thp < PROMOTE_UNITS);
-	CHECK_EQ(units_on(SP_BACKING_4K), 0);
+	/* Dense units only: the last one, with fewer than three of its four blocks
+	 * (DENSE_PAGES), stays on base pages. */
+	int last = n % 4;
+	CHECK_EQ(thp, (uint64_t)(n / 4 + (last >= 3)));
+	CHECK_EQ(units_on(SP_BACKING_4K), (uint64_t)(last && last < 3));
 	/* each unit in use tried three times, and left on base pages by the kernel */
 	CHECK_EQ(fk_madvise_calls(MADV_COLLAPSE), 3 * (int)thp);
+	/* The last unit filled to three blocks goes on THP then, collapsed (it holds
+	 * pages). */
+	while (last && last < 3 && n < NBLK) {
+		b[n] = rt_malloc(BLK);
+		CHECK(b[n] != NULL);
+		if (!b[n])
+			return;
+		memset(b[n], n + 1, BLK);
+		n++;
+		last++;
+		CHECK_EQ(units_on(SP_BACKING_4K), (uint64_t)(last < 3));
+		if (last == 3)
+			CHECK_EQ(fk_madvise_calls(MADV_COLLAPSE), 3 * (int)thp + 3);
+	}
 	size_t wrong = 0;
 	for (int i = 0; i < n; i++) {
 		for (size_t k = 0; k < BLK; k += 4096)

@@ -11,7 +11,8 @@ B=${1:?usage: tests/runtime/heap/test_heap.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/runtime/lib.sh
 . "$here/../lib.sh"
-both_start heap common/torture common/sweep heap/churn heap/affine heap/bigblock heap/spread
+both_start heap common/torture common/sweep heap/churn heap/affine heap/bigblock heap/spread \
+	heap/blocks
 
 # ---------- the torture test under each backing ----------
 
@@ -154,6 +155,54 @@ test_mixed_memory() {
 	fi
 }
 
+# Blocks of 300,000 bytes, each written once (heap/blocks.c), under auto against glibc:
+# a unit is made huge only when three quarters of it are given out, so a small heap
+# (10 blocks: 3 MB) costs at most 1 MiB more in all (the runtime's own memory too;
+# it cost 3.8 MiB more when every unit went huge on its first touch), a larger one
+# (100 blocks) at most 1.03x, with its full units on huge pages (all but the last,
+# partly used unit: 14 of 15; 90% of the data, where THP is not off).
+blocks_run() { # n : leaves pk sk sh, or why
+	plain "$P/blocks" "$1" 300000
+	sprun -- "$P/blocks" "$1" 300000
+	pk=$(sed -n 's/^rss_kb=\([0-9]*\) .*/\1/p' "$tmp/plain.out")
+	sk=$(sed -n 's/^rss_kb=\([0-9]*\) .*/\1/p' "$tmp/sp.out")
+	sh=$(sed -n 's/.* huge_kb=\([0-9]*\).*/\1/p' "$tmp/sp.out")
+	sed -i '/^rss_kb=/d' "$tmp/plain.out" "$tmp/sp.out"
+	why=''
+	if differs; then
+		:
+	elif [ -z "$pk" ] || [ -z "$sk" ] || [ -z "$sh" ] || [ "$pk" -le 0 ]; then
+		why="blocks printed no figures: $(oneline "$tmp/sp.out")"
+	fi
+	[ -z "$why" ]
+}
+
+test_small_heap_memory() {
+	local name=small_heap_memory
+	need_run "$name" || return
+	if ! blocks_run 10; then
+		fail $name "$why"
+	elif [ $((sk - pk)) -gt 1024 ]; then
+		fail $name "10 blocks: $sk kB resident under auto, $pk kB under glibc: over 1 MiB more"
+	else
+		pass $name "10 blocks of 300,000 B: $sk kB resident under auto ($sh kB huge), glibc $pk kB"
+	fi
+}
+
+test_dense_heap_memory() {
+	local name=dense_heap_memory
+	need_run "$name" || return
+	if ! blocks_run 100; then
+		fail $name "$why"
+	elif [ $((sk * 100)) -gt $((pk * 103)) ]; then
+		fail $name "100 blocks: $sk kB resident under auto, $pk kB under glibc: over 1.03x"
+	elif [ "$(thp_mode)" != never ] && [ $((sh * 10)) -lt $((29296 * 9)) ]; then
+		fail $name "100 blocks: $sh kB on huge pages, want 90% of the 29,296 kB of data"
+	else
+		pass $name "100 blocks of 300,000 B: $sk kB resident under auto ($sh kB huge), glibc $pk kB"
+	fi
+}
+
 # Two threads take turns to free blocks and allocate again (heap/affine.c): each gets
 # back memory it freed itself, not memory the other just wrote, where the heap has
 # both (the runs of pages, the whole units kept empty). Writing lines the other core
@@ -227,6 +276,8 @@ test_churn_2m
 test_churn_shrink
 test_pages_2m
 test_mixed_memory
+test_small_heap_memory
+test_dense_heap_memory
 test_heap_affine
 test_block_pool_short
 test_large_spread
