@@ -233,21 +233,35 @@ void units_settle(size_t p, size_t np, struct dense *d)
 	}
 }
 
-/* auto: units [u, u+n) of a large block, given out whole: dense, so huge from their
- * first touch once the heap is promoted, else on base pages. Under the lock. */
+/* Whether auto's unit x of a large block is as units_settle_large would have it. */
+static bool large_settled(const struct unit *x, bool on)
+{
+	return is_hugetlb(x->backing) || (on ? x->huge && x->backing == SP_BACKING_THP
+					     : !(x->huge && x->backing == SP_BACKING_4K));
+}
+
+/* auto: units [u, u+n) of a large block, given out whole (or grown, or moved): dense,
+ * so huge from their first touch once the heap is promoted, else on base pages.
+ * Under the lock. */
 void units_settle_large(size_t u, size_t n)
 {
 	if (!pg.small_first)
 		return;
-	size_t i = u;
-	while (i < u + n && pg.units[i].backing != SP_BACKING_4K)
-		i++;
-	if (i == u + n)
-		return;
-	if (dense_on())
-		units_make_huge(i, u + n - i);
-	else
-		units_make_small(i, u + n - i);
+	bool on = dense_on();
+	for (size_t i = u; i < u + n;) {
+		if (large_settled(&pg.units[i], on)) {
+			i++;
+			continue;
+		}
+		size_t e = i + 1;
+		while (e < u + n && !large_settled(&pg.units[e], on))
+			e++;
+		if (on)
+			units_make_huge(i, e - i);
+		else
+			units_make_small(i, e - i);
+		i = e;
+	}
 }
 
 /* Collapses unit u into a huge page: tried twice more where the kernel found a page

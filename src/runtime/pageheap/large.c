@@ -192,6 +192,7 @@ static bool grow_in_place(struct span *s, size_t u, size_t n, size_t want, uint8
 	claim_units(u + n, want - n);
 	large_units(u + n, want - n, backing);
 	count_units((enum sp_backing)backing, (long)(want - n));
+	units_settle_large(u + n, want - n);
 	s->npages = want * PAGES_PER_UNIT;
 	pg.st.large_bytes += (want - n) << UNIT_SHIFT;
 	return true;
@@ -215,6 +216,8 @@ static bool move_units(struct span *s, size_t u, size_t n, size_t want, uint8_t 
 		return false;
 	}
 	large_units(at, want, backing);
+	for (size_t i = 0; i < n; i++) /* (the move takes the units' advice along) */
+		pg.units[at + i].huge = pg.units[u + i].huge;
 	for (size_t i = u; i < u + n; i++) {
 		pg.units[i].state = U_FREE;
 		pg.units[i].resident = 0;
@@ -222,6 +225,7 @@ static bool move_units(struct span *s, size_t u, size_t n, size_t want, uint8_t 
 	}
 	bits_set(pg.freebits, u, n, true);
 	count_units((enum sp_backing)backing, (long)(want - n));
+	units_settle_large(at, want);
 	map_set(page_of(s->start), NULL);
 	s->start = unit_addr(at);
 	s->npages = want * PAGES_PER_UNIT;
