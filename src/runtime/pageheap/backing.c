@@ -206,12 +206,13 @@ static bool heap_unit_dense(const struct unit *x)
 	return used >= DENSE_PAGES && (!limits_on() || x->nfree * 8 <= PAGES_PER_UNIT);
 }
 
-/* auto: the units a run of pages [p, p+np) of the heap was just given in. Those it
- * made dense are made huge (units_make_huge), and those of them that held pages
- * before it are left in *d to collapse after the lock (dense_collapse); one taken
- * again with the advice of its last use loses it, unless it is dense now. Under the
- * lock, before the run is handed out. */
-void units_settle(size_t p, size_t np, struct dense *d)
+/* auto: the units a run of pages [p, p+np) of the heap was just given in (clean: all
+ * of them memory the kernel had not given yet). Those it made dense are made huge
+ * (units_make_huge), and those of them that may hold pages (given out before it, or
+ * kept resident) are left in *d to collapse after the lock (dense_collapse); one
+ * taken again with the advice of its last use loses it, unless it is dense now.
+ * Under the lock, before the run is handed out. */
+void units_settle(size_t p, size_t np, bool clean, struct dense *d)
 {
 	if (!pg.small_first)
 		return;
@@ -228,7 +229,7 @@ void units_settle(size_t p, size_t np, struct dense *d)
 		size_t first = u * PAGES_PER_UNIT, from = p > first ? p - first : 0;
 		size_t to = p + np < first + PAGES_PER_UNIT ? p + np - first : PAGES_PER_UNIT;
 		bool held = PAGES_PER_UNIT - x->nfree > to - from;
-		if (units_make_huge(u, 1) && held && d->n < DENSE_MAX)
+		if (units_make_huge(u, 1) && (held || !clean) && d->n < DENSE_MAX)
 			d->u[d->n++] = u;
 	}
 }
@@ -264,18 +265,89 @@ void units_settle_large(size_t u, size_t n)
 	}
 }
 
-/* Collapses unit u into a huge page: tried twice more where the kernel found a page
- * busy (EAGAIN: another thread's fault there); a unit with no page touched yet is
- * left to fault in huge (EINVAL). Advisory: a unit freed meanwhile is collapsed for
- * nothing, never harmed. Without the lock. */
-static void collapse_unit(size_t u)
+/* Units whose collapse the kernel found busy three times in a row (EAGAIN: a page
+ * of it was being faulted in by another thread, or not yet on its LRU list), tried
+ * again on a later allocation, DENSE_NS after the last try, up to LATER_TRIES times
+ * each; past that, or when the list is full, counted as refused (khugepaged may
+ * still collapse them: they are advised). Two threads that filled units side by side
+ * left 12-34 of 775 units on base pages without a later try. Under pg.lock. */
+#define LATER_MAX 64
+#define LATER_TRIES 8
+static struct {
+	size_t n, u[LATER_MAX];
+	uint8_t tries[LATER_MAX];
+} later;
+static _Atomic size_t later_n;
+static _Atomic uint64_t later_at;
+
+/* Tries to collapse unit u into a huge page, tries (1-3) times while the kernel finds
+ * it busy; returns the last answer. A unit with no page touched yet is left to fault
+ * in huge (EINVAL). Advisory: a unit freed meanwhile is collapsed for nothing, never
+ * harmed. Without the lock. */
+static int collapse_tries(size_t u, int tries)
 {
 	int r;
-	for (int k = 0; (r = sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, MADV_COLLAPSE)) ==
-			-EAGAIN && k < 2; k++)
+	for (int k = 1; (r = sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, MADV_COLLAPSE)) ==
+			-EAGAIN && k < tries; k++)
 		;
-	if (r < 0 && r != -EINVAL)
+	return r;
+}
+
+/* What became of a collapse of unit u, tried tries times before: a busy one goes
+ * on the list for later, a refused one is counted. Without the lock. */
+static void collapse_done(size_t u, int r, unsigned tries)
+{
+	if (r == -EAGAIN && tries < LATER_TRIES) {
+		pthread_mutex_lock(&pg.lock);
+		bool kept = later.n < LATER_MAX;
+		if (kept) {
+			later.u[later.n] = u;
+			later.tries[later.n++] = (uint8_t)tries;
+			atomic_store(&later_n, later.n);
+			atomic_store(&later_at, sp_os->now_ns());
+		}
+		pthread_mutex_unlock(&pg.lock);
+		if (kept)
+			return;
+	}
+	if (r < 0 && r != -EINVAL) {
 		atomic_fetch_add_explicit(&pg.st.dense_refused, 1, memory_order_relaxed);
+		rt_verbose(2, "the collapse of a dense unit at %p was refused (errno %d)",
+			   (void *)unit_addr(u), -r);
+	}
+}
+
+static void collapse_unit(size_t u)
+{
+	collapse_done(u, collapse_tries(u, 3), 1);
+}
+
+/* The units whose collapse was busy, once each, DENSE_NS after the last try. A unit
+ * given back meanwhile (no longer huge, or not in use) is dropped. Without the lock. */
+static void collapse_later(void)
+{
+	if (!atomic_load_explicit(&later_n, memory_order_relaxed))
+		return;
+	uint64_t now = sp_os->now_ns(), at = atomic_load(&later_at);
+	if (now - at < DENSE_NS || !atomic_compare_exchange_strong(&later_at, &at, now))
+		return;
+	size_t n, u[LATER_MAX];
+	uint8_t tries[LATER_MAX];
+	pthread_mutex_lock(&pg.lock);
+	n = later.n;
+	memcpy(u, later.u, n * sizeof u[0]);
+	memcpy(tries, later.tries, n);
+	later.n = 0;
+	atomic_store(&later_n, 0);
+	for (size_t i = 0; i < n; i++) {
+		const struct unit *x = &pg.units[u[i]];
+		if (!x->huge || (x->state != U_HEAP && x->state != U_LARGE))
+			u[i] = SIZE_MAX;
+	}
+	pthread_mutex_unlock(&pg.lock);
+	for (size_t i = 0; i < n; i++)
+		if (u[i] != SIZE_MAX)
+			collapse_done(u[i], collapse_tries(u[i], 1), tries[i] + 1u);
 }
 
 void dense_collapse(const struct dense *d)
@@ -346,6 +418,7 @@ static bool heap_dense(size_t units)
 void maybe_promote(void)
 {
 	limits_tick();
+	collapse_later();
 	if (atomic_load_explicit(&pg.near, memory_order_relaxed))
 		return;
 	size_t units = __atomic_load_n(&pg.st.units[SP_BACKING_4K], __ATOMIC_RELAXED);

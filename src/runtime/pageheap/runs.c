@@ -476,7 +476,7 @@ placed:
 		pages_map_all(s);
 	else
 		map_set(p, s);
-	units_settle(p, npages, &d);
+	units_settle(p, npages, clean, &d);
 	pthread_mutex_unlock(&pg.lock);
 	dense_collapse(&d);
 	maybe_promote();
@@ -633,7 +633,7 @@ bool pages_resize_run(struct span *s, size_t npages)
 		if (span_maps_all(s->kind))
 			for (size_t i = 0; i < n; i++)
 				map_set(p + i, s);
-		units_settle(p, n, &d);
+		units_settle(p, n, clean, &d);
 	}
 	s->npages = npages;
 	pthread_mutex_unlock(&pg.lock);

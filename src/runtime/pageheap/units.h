@@ -41,8 +41,8 @@ enum tier { TIER_BLOCKS = 0, TIER_OBJECTS, NTIER };
  * block's) is advised before it is touched. The others stay on base pages, so a unit
  * the program uses a little of costs what it uses, not 2 MiB. */
 #define DENSE_PAGES (PAGES_PER_UNIT * 3 / 4)
-/* The units one run may leave to collapse after the lock (units.h, struct dense):
- * the ones it made dense that held pages before it (the others fault in huge). */
+/* The units one run may leave to collapse after the lock (struct dense): the ones it
+ * made dense that may hold pages already (the others fault in huge). */
 #define DENSE_MAX 4
 struct dense { size_t n, u[DENSE_MAX]; };
 
@@ -185,7 +185,7 @@ size_t back_units_most(size_t u, size_t n, enum sp_backing *rest);
 int range_advice(void);
 int unit_advice(size_t u);
 bool heap_on_thp(void);
-void units_settle(size_t p, size_t np, struct dense *d);
+void units_settle(size_t p, size_t np, bool clean, struct dense *d);
 void units_settle_large(size_t u, size_t n);
 void dense_collapse(const struct dense *d);
 void maybe_promote(void);
