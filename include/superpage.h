@@ -356,6 +356,28 @@ int sp_run_page_new(void **page);
 /* What process pid wrote in page: 0; -ENOENT if it wrote nothing. */
 int sp_run_page_read(const void *page, pid_t pid, struct sp_run_report *out);
 
+/* The falls of the program's whole tree, gathered in the page while it ran (every
+ * process that reached the page adds its own; see SUPERPAGE_RUN_PAGE). */
+struct sp_run_falls {
+	uint64_t by[SP_BACKING_COUNT][SP_FALL_COUNT]; /* by rung asked for and reason */
+	uint64_t splits;           /* runs split between the pool and plain memory */
+	uint64_t split_wanted, split_had; /* the first: 2 MiB pages wanted and had */
+	enum sp_backing split_rest;       /* the backing its other units got */
+	pid_t split_pid;
+	long empty_free[2];        /* 2m, 1g: free pages at the first pool_empty, -1 unknown */
+};
+/* Sets the page up for the tree's falls, to be said once the program has ended
+ * (say) or only counted. */
+void sp_run_page_tree_init(void *page, bool say);
+/* The tree's falls: 0; -ENOENT if the page was not set up for them. */
+int sp_run_page_falls(const void *page, struct sp_run_falls *out);
+/* Whether the page asks for the line, and this caller is the first to take it (the
+ * program at its exit, or superpage run after it): true once per page. */
+bool sp_run_page_claim(void *page);
+/* The line that says the falls from the hugetlb rungs (2m, 1g), with their reasons,
+ * "superpage: ...\n", into buf (cut to len); its length, 0 if there were none. */
+size_t sp_run_falls_line(const struct sp_run_falls *f, char *buf, size_t len);
+
 /* ---------- superpage run's watch: a program it cannot preload, kept promoted ---------- */
 
 /* Why superpage run watches a program instead of preloading the runtime into it (the

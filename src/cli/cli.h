@@ -180,6 +180,15 @@ uint64_t run_watch_round(void);
  * reached, a line of JSON appended to file, or a line on stderr (file NULL). */
 void run_watch_accounts(int status, const char *file);
 
+/* superpage run under an explicit --backing 2m or 1g (run_falls.c): the program's
+ * tree counts its falls in a page, said in one line once the program has ended.
+ * run_say_falls says them on stderr unless the program (at its exit) or another
+ * did. run_falls_watch makes the page, leaves a watcher (nobody's child) that holds
+ * it and says them after a program that could not, and names the page in the
+ * environment (SUPERPAGE_RUN_PAGE): 0, or -errno (nothing will be said). */
+void run_say_falls(void *page);
+int run_falls_watch(void);
+
 /* Appends len bytes to file in one write (a line of an account): 0 or -errno. */
 int cli_append(const char *file, const char *buf, size_t len);
 

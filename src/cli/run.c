@@ -754,12 +754,13 @@ static void write_left_account(const struct sp_run_report *r, const char *file, 
 		(unsigned long long)a->falls);
 }
 
-/* What the program left in the page, said once it has ended: an account it could not
- * write, or the one it never wrote. */
-static void after_end(pid_t pid, const void *page, const struct run_options *o,
+/* What the program left in the page, said once it has ended: its tree's falls, an
+ * account it could not write, or the one it never wrote. */
+static void after_end(pid_t pid, void *page, const struct run_options *o,
 		      const char *stats_file, int status)
 {
 	struct sp_run_report r;
+	run_say_falls(page);
 	if (sp_run_page_read(page, pid, &r) < 0)
 		return;
 	if (o->stats && r.stats_errno)
@@ -816,15 +817,27 @@ static int wait_child(pid_t pid, bool watch, uint64_t ns, int *st)
  * it is killed, the child is too (PR_SET_PDEATHSIG). Returns CMD's status, or dies of
  * its signal. Without a page or a child, CMD is executed as by start. */
 static int run_watched(char **cmd, const char *hint, const struct run_options *o,
-		       const char *stats_file, const struct run_watch_setup *ws)
+		       const char *stats_file, const struct run_watch_setup *ws, bool falls)
 {
 	void *page = NULL;
 	int fd = o->stats ? sp_run_page_new(&page) : -1, st, sync[2] = { -1, -1 };
 	pid_t me = getpid(), pid;
-	char val[48];
+	char val[64];
 
 	if (fd < 0 && !ws)
 		return start(cmd, hint);
+	if (fd >= 0) {
+		/* Out of the way of the low numbers the program's own files get; the same
+		 * number here, where it stays open for the processes the program starts
+		 * (they open it as /proc/ME/fd/FD), and in the program, which inherits
+		 * it for its next image. */
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+		if (high >= 0) {
+			close(fd);
+			fd = high;
+		}
+		sp_run_page_tree_init(page, falls);
+	}
 	/* The watch starts once CMD is executed: the end of a pipe closed on exec. */
 	if (ws && pipe2(sync, O_CLOEXEC) < 0)
 		sync[0] = sync[1] = -1;
@@ -851,18 +864,12 @@ static int run_watched(char **cmd, const char *hint, const struct run_options *o
 		if (ws)
 			signal(SIGCHLD, SIG_DFL);
 		if (fd >= 0) {
-			/* Out of the way of the low numbers the program's own files get (it
-			 * inherits it, without close-on-exec, for its next image). */
-			int high = fcntl(fd, F_DUPFD, 100);
-			snprintf(val, sizeof val, "%d:%d", high, (int)getpid());
-			if (high < 0 || setenv(SP_RUN_PAGE_ENV, val, 1) < 0)
+			snprintf(val, sizeof val, "%d:%d:%d", fd, (int)getpid(), (int)me);
+			if (fcntl(fd, F_SETFD, 0) < 0 || setenv(SP_RUN_PAGE_ENV, val, 1) < 0)
 				unsetenv(SP_RUN_PAGE_ENV);
-			close(fd);
 		}
 		_exit(start(cmd, hint));
 	}
-	if (fd >= 0)
-		close(fd);
 	watched_pid = pid;
 	sa.sa_sigaction = pass_on;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -884,6 +891,8 @@ static int run_watched(char **cmd, const char *hint, const struct run_options *o
 		return cli_error(1, "run: lost %s (pid %d): %s", cmd[0], (int)pid, strerror(-rc));
 	if (page)
 		after_end(pid, page, o, stats_file, st);
+	if (fd >= 0)
+		close(fd);
 	if (ws && o->stats)
 		run_watch_accounts(st, stats_file);
 	if (WIFEXITED(st))
@@ -987,6 +996,17 @@ static enum sp_backing effective_backing(const struct run_options *o)
 	if (env && sp_backing_parse(env, &b) < 0)
 		b = SP_BACKING_AUTO;
 	return b;
+}
+
+/* The verbosity CMD will run with: the option, else an inherited SUPERPAGE_VERBOSE
+ * (the runtime's reading: a level from 0 to 3), else 0. */
+static int effective_verbose(const struct run_options *o)
+{
+	const char *env = getenv("SUPERPAGE_VERBOSE");
+
+	if (o->verbose >= 0)
+		return o->verbose;
+	return env && env[0] >= '0' && env[0] <= '3' && !env[1] ? env[0] - '0' : 0;
 }
 
 /* ---------- a program the runtime cannot be preloaded into ---------- */
@@ -1102,9 +1122,15 @@ int cmd_run(int argc, char **argv)
 	const char *stats_file = o.stats_file ? getenv("SUPERPAGE_STATS") : NULL;
 	if (watch) {
 		struct run_watch_setup ws = { img.why, b, o.promote, o.verbose > 0 ? o.verbose : 0 };
-		return run_watched(argv + cmd, hint, &o, stats_file, &ws);
+		return run_watched(argv + cmd, hint, &o, stats_file, &ws, false);
 	}
+	/* The hugetlb pages the user named: where they could not be had is said once,
+	 * after the program (with -v, the runtime says each fall as it happens). */
+	bool falls = img.how == CLI_IMAGE_PRELOAD && (b == SP_BACKING_2M || b == SP_BACKING_1G) &&
+		     effective_verbose(&o) < 1;
 	if (o.stats)
-		return run_watched(argv + cmd, hint, &o, stats_file, NULL);
+		return run_watched(argv + cmd, hint, &o, stats_file, NULL, falls);
+	if (falls)
+		run_falls_watch();
 	return start(argv + cmd, hint);
 }

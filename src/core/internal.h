@@ -331,7 +331,24 @@ int sp_live_read(pid_t pid, struct sp_live *out);
  * and writes none), whether it wrote its account at exit or why it could not. */
 #define SP_RUN_NAME "superpage-run"
 #define SP_RUN_MAGIC 0x53505255u /* "SPRU" */
-#define SP_RUN_VERSION 1
+#define SP_RUN_VERSION 2
+#define SP_RUN_TREE_MAGIC 0x53505254u /* "SPRT" */
+/* The falls of the program's whole tree: each process that maps the page (the
+ * program, the processes it forks, and those started from it that reach the page
+ * through its holder) adds its own, as they happen, for the line said once the
+ * program has ended (run_falls.c). Written with atomics (__atomic), never cleared. */
+struct sp_run_tree {
+	uint32_t magic;             /* SP_RUN_TREE_MAGIC: set up by superpage run */
+	uint32_t say;               /* the line is to be said once the program has ended */
+	uint32_t said;              /* taken by whoever says it (sp_run_page_claim) */
+	uint32_t split_state;       /* the first split: 0 none, 1 being written, 2 written */
+	uint64_t falls[SP_BACKING_COUNT][SP_FALL_COUNT];
+	uint64_t splits;            /* runs split between the pool and plain memory */
+	uint64_t split_wanted, split_had; /* the first: pages of 2 MiB wanted, and had */
+	int32_t split_rest, split_pid;    /* its other units' backing; the process */
+	uint32_t empty_state[2];    /* 2m, 1g: the pool at the first pool_empty (as split) */
+	int64_t empty_free[2];      /* its free pages then */
+};
 struct sp_run_page {
 	uint32_t magic, version;
 	int32_t pid;                /* the process that writes it */
@@ -339,11 +356,20 @@ struct sp_run_page {
 	int32_t stats_errno;        /* the account it could not write, and why */
 	char comm[16];
 	struct sp_live live;        /* as the live page (sp_live_put) */
+	struct sp_run_tree tree;    /* every process's falls (not cleared by attach) */
 };
-/* This process's run page, mapped shared from the fd SP_RUN_PAGE_ENV names, if this
- * process is the one it names; NULL otherwise (an inherited fd of the page that is
- * not this process's is closed). */
-struct sp_run_page *sp_run_page_attach(void);
+/* The run page SP_RUN_PAGE_ENV names, mapped shared: from the fd FD if it is the
+ * page's memfd, else (with a holder) from /proc/HOLDER/fd/FD; NULL if it cannot be
+ * had. *root: this process is PID, the one whose account the page holds (its part
+ * is set up afresh). An inherited FD of the page is closed in any other process. */
+struct sp_run_page *sp_run_page_attach(bool *root);
+/* Counts a fall in the tree's part (run_falls.c); a fall from 2m or 1g for want of
+ * free pages also keeps what the pool had free the first time. */
+void sp_run_tree_fall(struct sp_run_page *p, enum sp_backing rung, enum sp_fall why);
+/* A run of wanted 2 MiB units that took the had pages the pool had and rest for the
+ * others; the fall counted before it (why, from 2m) is the split's, not counted again. */
+void sp_run_tree_split(struct sp_run_page *p, uint64_t wanted, uint64_t had,
+		       enum sp_backing rest, enum sp_fall why);
 
 /* ---- line reader over the seam (lines.c): no malloc, lines longer than the
  * buffer are cut (the rest is skipped) and flagged. ---- */

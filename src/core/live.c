@@ -215,8 +215,8 @@ int sp_run_page_read(const void *page, pid_t pid, struct sp_run_report *out)
 	return 0;
 }
 
-/* "FD:PID" from the environment, or false. */
-static bool run_page_env(int *fd, long *pid)
+/* "FD:PID" or "FD:PID:HOLDER" from the environment (holder 0: none), or false. */
+static bool run_page_env(int *fd, long *pid, long *holder)
 {
 	const char *v = getenv(SP_RUN_PAGE_ENV);
 	char *end;
@@ -228,15 +228,27 @@ static bool run_page_env(int *fd, long *pid)
 	const char *q = end + 1;
 	*pid = strtol(q, &end, 10);
 	*fd = (int)f;
-	return end != q && !*end;
+	*holder = 0;
+	if (end == q)
+		return false;
+	if (*end == ':') {
+		q = end + 1;
+		*holder = strtol(q, &end, 10);
+		if (end == q || *holder <= 0)
+			return false;
+	}
+	return !*end;
 }
 
-/* Whether fd is the run page's memfd (an fd of that number may have been closed and
- * reused by a process in between). */
-static bool is_run_fd(int fd)
+/* Whether fd of process pid (0: this one) is the run page's memfd (an fd of that
+ * number may have been closed and reused in between). */
+static bool is_run_fd(long pid, int fd)
 {
 	char path[64], link[64];
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	if (pid)
+		snprintf(path, sizeof path, "/proc/%ld/fd/%d", pid, fd);
+	else
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
 	ssize_t n = readlink(path, link, sizeof link - 1);
 	if (n <= 0)
 		return false;
@@ -244,24 +256,49 @@ static bool is_run_fd(int fd)
 	return !strncmp(link, "/memfd:" SP_RUN_NAME " ", sizeof "/memfd:" SP_RUN_NAME " " - 1);
 }
 
-struct sp_run_page *sp_run_page_attach(void)
+/* The page through the holder's fd (superpage run, or the watcher it left), which
+ * no process of the program holds: opened, mapped and closed again. */
+static struct sp_run_page *run_page_from(long holder, int fd)
+{
+	char path[64];
+	void *p;
+	if (!is_run_fd(holder, fd))
+		return NULL;
+	snprintf(path, sizeof path, "/proc/%ld/fd/%d", holder, fd);
+	int f = sp_os->open(path, O_RDWR | O_CLOEXEC, 0);
+	if (f < 0)
+		return NULL;
+	int r = sp_os->mmap(NULL, LIVE_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0, &p);
+	sp_os->close(f);
+	return r < 0 ? NULL : p;
+}
+
+struct sp_run_page *sp_run_page_attach(bool *root)
 {
 	int fd;
-	long pid;
-	void *p;
-	if (!run_page_env(&fd, &pid) || !is_run_fd(fd))
+	long pid, holder;
+	void *p = NULL;
+	*root = false;
+	if (!run_page_env(&fd, &pid, &holder))
 		return NULL;
-	if (pid != (long)getpid()) {
+	bool mine = pid == (long)getpid(), own = is_run_fd(0, fd);
+	if (own && sp_os->mmap(NULL, LIVE_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0, &p) < 0)
+		p = NULL;
+	/* An fd of the page that is not this process's to keep: mapped for the tree's
+	 * falls, and closed. */
+	if (own && !mine)
 		sp_os->close(fd);
-		return NULL;
-	}
-	/* The fd stays open for this process's next image (a wrapper that execs the
-	 * program); its children close it at their start. */
-	if (sp_os->mmap(NULL, LIVE_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0, &p) < 0)
-		return NULL;
+	if (!p && holder)
+		p = run_page_from(holder, fd);
+	if (!p || !mine)
+		return p;
+	/* The fd (if it came that way) stays open for this process's next image (a
+	 * wrapper that execs the program); its children close it at their start. */
 	struct sp_run_page *page = p;
-	/* (An image before this one, which executed this program, left its own.) */
-	memset(page, 0, sizeof *page);
+	*root = true;
+	/* (An image before this one, which executed this program, left its own; the
+	 * tree's part is everyone's.) */
+	memset(page, 0, offsetof(struct sp_run_page, tree));
 	page->pid = (int32_t)pid;
 	page->version = SP_RUN_VERSION;
 	page->magic = SP_RUN_MAGIC;

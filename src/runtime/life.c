@@ -221,12 +221,15 @@ static int report_stderr(void)
 	return 2;
 }
 
-/* At exit, once per process: the account on stderr, or appended to the stats file. */
+/* At exit, once per process: the account on stderr, or appended to the stats file;
+ * before it, in the program superpage run started, the line of its tree's falls. */
 static void report_at_exit(void)
 {
 	int e = errno, me = (int)getpid(), fd;
 	const struct sp_options *opt = rt_options();
 
+	/* (Superpage run's line of the falls from 2m and 1g: the program's, at its end.) */
+	rt_run_falls_at_exit(report_stderr());
 	if (!opt || !opt->stats)
 		goto out;
 	if (atomic_exchange(&at_exit.reported_pid, me) == me)

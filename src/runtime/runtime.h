@@ -88,6 +88,14 @@ void rt_live_fork_child(void);
 /* For superpage run, in the page it shares with the program it started (nothing in
  * another process): the account at exit written (err 0), or not (errno). */
 void rt_run_account(int err);
+/* A fall, and a run split between the pool and plain memory (why: the fall counted
+ * for the whole run just before), added to the program tree's count in superpage
+ * run's page (every process of the tree that reached it). */
+void rt_run_fall(enum sp_backing rung, enum sp_fall why);
+void rt_run_split(size_t wanted, size_t had, enum sp_backing rest, enum sp_fall why);
+/* At exit of the program superpage run started: the tree's falls from 2m and 1g said
+ * on fd in one line, when superpage run asked for it and no one said it yet. */
+void rt_run_falls_at_exit(int fd);
 /* A count that moves whenever units join or leave the heap (units.c, lock-free). */
 uint64_t pages_unit_events(void);
 
@@ -98,6 +106,10 @@ void rt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rt_verbose(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Says a fall once per (rung, reason) when verbose >= 1 (the caller counts it). */
 void rt_fall(enum sp_backing rung, enum sp_fall why);
+/* A run of wanted 2 MiB units that took the had pages the pool had and rest for the
+ * others, just after its fall (rt_fall): counted for superpage run, said once with
+ * --verbose. */
+void rt_fall_split(size_t wanted, size_t had, enum sp_backing rest);
 
 /* What a part of the runtime has said once already (a bit each), in process pid. */
 struct rt_said {

@@ -592,9 +592,9 @@ enum sp_backing plain_backing(void)
 
 /* 2 MiB hugetlb pages on as many of the n units at u as the pool can hold: all of
  * them, or else as many as it has free (read after the refusal, which is counted).
- * Returns how many, from u; the others have plain memory. A run split so is said
- * once with --verbose, with what the pool had (not unasked: a program's stderr is
- * its own, and programs check it: CPython's test_json does). Under the lock. */
+ * Returns how many, from u; the others have plain memory. A run split so is told
+ * (rt_fall_split: said with --verbose, and by superpage run once the program has
+ * ended). Under the lock. */
 size_t back_hugetlb_most(size_t u, size_t n)
 {
 	if (back_hugetlb(u, n, SP_BACKING_2M))
@@ -605,12 +605,7 @@ size_t back_hugetlb_most(size_t u, size_t n)
 		return 0;
 	if (!back_hugetlb(u, room, SP_BACKING_2M))
 		return 0;
-	static _Atomic int said;
-	if (rt_options()->verbose >= 1 && !atomic_exchange(&said, 1))
-		rt_say("2m: %zu MiB wanted %zu pages of 2 MiB and the pool had %zu free: %zu on "
-		       "hugetlb pages, the other %zu on %s (said once)",
-		       n << (UNIT_SHIFT - 20), n, room, room, n - room,
-		       sp_backing_name(plain_backing()));
+	rt_fall_split(n, room, plain_backing());
 	return room;
 }
 

@@ -9,6 +9,7 @@
 
 #include "internal.h"
 #include "program/kern.h"
+#include "say/out.h"
 #include "runtime.h"
 
 #define LIVE_NS 100000000ull /* published every 0.1 s the heap is used, and when its
@@ -16,6 +17,8 @@
 static struct {
 	struct sp_live *page;
 	struct sp_run_page *run;           /* superpage run's, if this is its program */
+	struct sp_run_page *tree;          /* the same page, in any process of the program's
+	                                      tree (a forked child keeps it: shared) */
 	int32_t pid;
 	_Atomic bool busy;                 /* a thread publishes */
 	_Atomic uint64_t at, events;       /* the last publication */
@@ -30,7 +33,9 @@ void rt_live_init(void)
 		return;
 	live.pid = (int32_t)getpid();
 	live.page = sp_live_map();
-	live.run = sp_run_page_attach();
+	bool root;
+	live.tree = sp_run_page_attach(&root);
+	live.run = root ? live.tree : NULL;
 }
 
 void rt_live_fork_child(void)
@@ -98,4 +103,34 @@ void rt_run_account(int err)
 		live.run->stats_errno = err;
 	else
 		live.run->account_written = 1;
+}
+
+void rt_run_fall(enum sp_backing rung, enum sp_fall why)
+{
+	if (live.tree)
+		sp_run_tree_fall(live.tree, rung, why);
+}
+
+void rt_run_split(size_t wanted, size_t had, enum sp_backing rest, enum sp_fall why)
+{
+	if (live.tree)
+		sp_run_tree_split(live.tree, wanted, had, rest, why);
+}
+
+/* The program superpage run started, leaving by exit: the tree's falls said now, in
+ * order with what it wrote (superpage run says them after a program that could not:
+ * killed, or gone by _exit). Not said if stderr takes no line: superpage run then
+ * says it on the stderr it kept. */
+void rt_run_falls_at_exit(int fd)
+{
+	struct sp_run_falls f;
+	char line[1024];
+
+	if (!live.run || live.pid != (int32_t)getpid() || sp_run_page_falls(live.run, &f) < 0)
+		return;
+	size_t n = sp_run_falls_line(&f, line, sizeof line);
+	if (!n || !sp_run_page_claim(live.run))
+		return;
+	if (write_all(fd, line, n) != 0)
+		__atomic_store_n(&live.run->tree.said, 0, __ATOMIC_RELEASE);
 }

@@ -90,6 +90,9 @@ static void say_pid(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* This thread's last fall, which a split that follows it stands for. */
+static __thread enum sp_fall last_fall = SP_FALL_COUNT;
+
 void rt_fall(enum sp_backing rung, enum sp_fall why)
 {
 	int e = errno;
@@ -97,6 +100,9 @@ void rt_fall(enum sp_backing rung, enum sp_fall why)
 	uint64_t bit;
 	int me;
 
+	/* Counted for the tree, for superpage run to say once without --verbose. */
+	rt_run_fall(rung, why);
+	last_fall = why;
 	if (!opt || opt->verbose < 1 || (unsigned)rung >= SP_BACKING_COUNT ||
 	    (unsigned)why >= SP_FALL_COUNT)
 		goto out;
@@ -115,6 +121,23 @@ void rt_fall(enum sp_backing rung, enum sp_fall why)
 		say_pid("%s unavailable (%s), no rung below it", sp_backing_name(rung),
 			sp_fall_name(why));
 out:
+	errno = e;
+}
+
+void rt_fall_split(size_t wanted, size_t had, enum sp_backing rest)
+{
+	int e = errno;
+	static _Atomic int said;
+
+	rt_run_split(wanted, had, rest, last_fall);
+	last_fall = SP_FALL_COUNT;
+	/* (Unasked, superpage run says it once the program has ended: a program's
+	 * stderr is its own while it runs, and programs check it: CPython's test_json
+	 * does.) */
+	if (rt_options()->verbose >= 1 && !atomic_exchange(&said, 1))
+		rt_say("2m: %zu MiB wanted %zu pages of 2 MiB and the pool had %zu free: %zu on "
+		       "hugetlb pages, the other %zu on %s (said once)", wanted * 2, wanted, had, had,
+		       wanted - had, sp_backing_name(rest));
 	errno = e;
 }
 
