@@ -45,6 +45,12 @@ void sp_run_tree_split(struct sp_run_page *p, uint64_t wanted, uint64_t had,
 	if ((unsigned)why < SP_FALL_COUNT &&
 	    __atomic_load_n(&t->falls[SP_BACKING_2M][why], __ATOMIC_RELAXED) > 0)
 		__atomic_fetch_sub(&t->falls[SP_BACKING_2M][why], 1, __ATOMIC_RELAXED);
+	/* What the pool had then is the split's to say: a pool_empty fall of its own
+	 * reads it afresh. */
+	uint32_t kept = 2;
+	if (!__atomic_load_n(&t->falls[SP_BACKING_2M][SP_FALL_POOL_EMPTY], __ATOMIC_RELAXED))
+		__atomic_compare_exchange_n(&t->empty_state[0], &kept, 0, false, __ATOMIC_ACQ_REL,
+					    __ATOMIC_RELAXED);
 	__atomic_fetch_add(&t->splits, 1, __ATOMIC_RELAXED);
 	uint32_t none = 0;
 	if (!__atomic_compare_exchange_n(&t->split_state, &none, 1, false, __ATOMIC_ACQ_REL,

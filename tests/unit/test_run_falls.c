@@ -53,6 +53,12 @@ static void test_split(void)
 	line_of(p, line, sizeof line);
 	CHECK(strstr(line, "the other 65 on thp (the first of 2 blocks split so) (said once") != NULL);
 	CHECK(strstr(line, "fell to") == NULL);
+	/* A fall of its own after the splits: what the pool had is read for it. */
+	fk_pool(SP_2M_SIZE, 100, 0);
+	sp_run_tree_fall(p, SP_BACKING_2M, SP_FALL_POOL_EMPTY);
+	line_of(p, line, sizeof line);
+	CHECK(strstr(line, "; 2m: 1 request fell to thp: 1 pool_empty (the pool had too few free "
+			   "pages: 0 free at the first) (said once") != NULL);
 	fk_uninstall();
 	free(p);
 }
