@@ -89,8 +89,9 @@ static void watch(pid_t root, uint64_t start, int pidfd, int fd, void *page)
 		signal(ignored[i], SIG_IGN);
 	setsid();
 	prctl(PR_SET_NAME, (unsigned long)"superpage-falls", 0, 0, 0);
-	if (chdir("/") < 0)
-		(void)0; /* (it keeps the caller's directory busy a moment longer) */
+	/* (Not the caller's directory kept busy; failing, it is, a moment longer.) */
+	int moved = chdir("/");
+	(void)moved;
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		dup2(null, 0);

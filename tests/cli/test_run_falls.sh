@@ -19,27 +19,6 @@ unset LD_PRELOAD "${!SUPERPAGE_@}"
 
 LINE='^superpage: 2m: 128 MiB wanted 64 pages of 2 MiB and the pool had [0-9]+ free: [0-9]+ on hugetlb pages, the other [0-9]+ on (thp|4k)'
 
-# The 2M pool with about n free pages (what others hold stays held): 0, or 1 with why.
-pool_free() { # n
-	local n=$1 nr free resv avail
-	why=''
-	if ! is_root; then
-		why="needs root to set the 2M pool"
-	elif [ ! -w $P2M/nr_hugepages ]; then
-		why="no 2M hugetlb pages on this machine"
-	fi
-	[ -z "$why" ] || return 1
-	nr=$(cat $P2M/nr_hugepages) free=$(cat $P2M/free_hugepages) resv=$(cat $P2M/resv_hugepages)
-	set_sysfs $P2M/nr_hugepages $((nr - free + resv + n))
-	free=$(cat $P2M/free_hugepages) resv=$(cat $P2M/resv_hugepages)
-	avail=$((free - resv))
-	if [ "$avail" -lt "$n" ] || [ "$avail" -gt $((n + n / 2)) ]; then
-		why="the kernel left $avail free 2M pages, want about $n"
-		restore
-		return 1
-	fi
-}
-
 blocker=$(preload_blocker "$B" "$B/libsuperpage-run.so")
 if [ -n "$blocker" ]; then
 	skip run_falls "$blocker"
@@ -75,7 +54,7 @@ piped_run() { # superpage run options... -- fall_block args...
 # in stderr when the caller sees it end), its pid and exit status as plain.
 test_said_at_exit() {
 	local name=run_falls_said_at_exit pid n
-	if ! pool_free 32; then
+	if ! pool_2m 32; then
 		skip $name "$why"
 		return
 	fi
@@ -102,7 +81,7 @@ test_said_after() {
 	local name how want
 	for how in kill _exit; do
 		name=run_falls_said_after_$how
-		if ! pool_free 32; then
+		if ! pool_2m 32; then
 			skip $name "$why"
 			continue
 		fi
@@ -128,7 +107,7 @@ test_said_after() {
 # Room in the pool for the whole block: nothing said, and the program's status.
 test_quiet_with_room() {
 	local name=run_falls_quiet_with_room
-	if ! pool_free 80; then
+	if ! pool_2m 80; then
 		skip $name "$why"
 		return
 	fi
@@ -147,7 +126,7 @@ test_quiet_with_room() {
 # With --stats, superpage run waits: said once, the account after it.
 test_verbose_and_stats() {
 	local name=run_falls_verbose n
-	if ! pool_free 32; then
+	if ! pool_2m 32; then
 		skip $name "$why"
 		skip run_falls_stats "$why"
 		return

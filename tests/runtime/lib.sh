@@ -82,31 +82,6 @@ interrupted() {
 
 have_python() { [ -n "$PY" ]; }
 
-# Gives the 2M pool n more free pages than it has in use. Returns 1 (and puts it back)
-# if the kernel does not give them or there is no 2M pool; says why in $why.
-pool_2m() { # n
-	local n=$1 nr free resv avail
-	why=''
-	if ! is_root; then
-		why="needs root to set the 2M pool"
-	elif [ ! -w $P2M/nr_hugepages ]; then
-		why="no 2M hugetlb pages on this machine"
-	fi
-	[ -z "$why" ] || return 1
-	nr=$(cat $P2M/nr_hugepages) free=$(cat $P2M/free_hugepages) resv=$(cat $P2M/resv_hugepages)
-	set_sysfs $P2M/nr_hugepages $((nr - free + resv + n))
-	free=$(cat $P2M/free_hugepages) resv=$(cat $P2M/resv_hugepages)
-	avail=$((free - resv))
-	if [ "$avail" -lt "$n" ]; then
-		why="the kernel gave $avail of $n free 2M pages"
-	elif [ "$avail" -gt $((2 * n)) ]; then
-		why="the 2M pool keeps $avail free pages, want about $n"
-	fi
-	[ -z "$why" ] && return 0
-	restore
-	return 1
-}
-
 # ---------- running a program both ways ----------
 
 plain() { # command... : leaves prc, $tmp/plain.out, $tmp/plain.err
