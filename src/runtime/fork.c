@@ -52,6 +52,7 @@
  * faulthandler puts it there), set for the forking thread across fork. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/userfaultfd.h>
 #include <signal.h>
 #include <string.h>
@@ -106,6 +107,7 @@ static char guard_stack[64 << 10] __attribute__((aligned(16)));
 static struct {
 	uint64_t *bits;
 	size_t cap, n;   /* bits mapped, pages walked */
+	bool guessed;    /* a page was noted resident without the kernel saying so */
 } walk;
 
 static int size_index(size_t page)
@@ -150,6 +152,8 @@ static void note_page(bool resident, size_t page)
 		uint64_t bit = 1ull << (walk.n % 64);
 		walk.bits[walk.n / 64] = resident ? walk.bits[walk.n / 64] | bit
 						  : walk.bits[walk.n / 64] & ~bit;
+	} else {
+		walk.guessed = true;
 	}
 	walk.n++;
 	/* Every page counts for the room, resident or not: one not resident now may be
@@ -184,6 +188,7 @@ static bool scan_range(int fd, uintptr_t a, size_t len, size_t page)
 			if (p == a)
 				return false;
 			/* (Refused half-way: the rest counts as resident, as for mincore.) */
+			walk.guessed = true;
 			note_pages(p, end, page, true);
 			return true;
 		}
@@ -195,6 +200,7 @@ static bool scan_range(int fd, uintptr_t a, size_t len, size_t page)
 		uintptr_t walked = q.walk_end > end ? end : (uintptr_t)q.walk_end;
 		if (walked <= p && n == 0) {
 			/* (No progress said: the rest counts as resident, the safe way.) */
+			walk.guessed = true;
 			note_pages(p, end, page, true);
 			return true;
 		}
@@ -214,17 +220,20 @@ static void mincore_range(uintptr_t a, size_t len, size_t page)
 		size_t n = page;
 		if (page == UNIT_SIZE)
 			n = a + len - p < stretch ? a + len - p : stretch;
-		if (sp_os->mincore((void *)p, page == UNIT_SIZE ? n : 4096, vec) < 0)
+		if (sp_os->mincore((void *)p, page == UNIT_SIZE ? n : 4096, vec) < 0) {
 			memset(vec, 1, sizeof vec);
+			walk.guessed = true;
+		}
 		for (size_t off = 0; off < n; off += page)
 			note_page(vec[off / 4096] & 1, page);
 		p += n;
 	}
 }
 
-static void count_range(uintptr_t a, size_t len, size_t page, void *arg)
+static void walk_range(uintptr_t a, size_t len, size_t page, int *pagemap)
 {
-	int *pagemap = arg; /* /proc/self/pagemap, or -1 once the kernel could not scan */
+	if (*pagemap == INT_MIN) /* (not opened yet: no range needed it) */
+		*pagemap = sp_os->open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
 	if (*pagemap >= 0 && scan_range(*pagemap, a, len, page))
 		return;
 	if (*pagemap >= 0)
@@ -233,15 +242,48 @@ static void count_range(uintptr_t a, size_t len, size_t page, void *arg)
 	mincore_range(a, len, page);
 }
 
+/* Counts a range's pages and notes which are resident: those of the heap's chunks
+ * known present from its own record (pages_fork_faulted), the others from the page
+ * tables; each found present there (and not guessed) is recorded as known. A heap
+ * that forks again walks only its pages not known present: those given out since, or
+ * never touched. */
+static void count_range(uintptr_t a, size_t len, size_t page, void *arg)
+{
+	int *pagemap = arg; /* /proc/self/pagemap; -1 once the kernel could not scan */
+	uintptr_t end = a + len;
+	if (page != UNIT_SIZE) {
+		walk_range(a, len, page, pagemap);
+		return;
+	}
+	for (uintptr_t p = a, q; p < end; p = q) {
+		bool known = pages_fork_faulted(p);
+		for (q = p + page; q < end && pages_fork_faulted(q) == known;)
+			q += page;
+		if (known) {
+			note_pages(p, q, page, true);
+			continue;
+		}
+		size_t k = walk.n;
+		walk.guessed = false;
+		walk_range(p, q - p, page, pagemap);
+		for (uintptr_t x = p; !walk.guessed && x < q; x += page, k++)
+			if (walked_resident(k))
+				pages_fork_faulted_at(x);
+	}
+}
+
 /* Counts every range's resident pages afresh. */
 static void count_all(void)
 {
-	int pagemap = sp_os->open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
+	int pagemap = INT_MIN;
 	fk.pages[0] = fk.pages[1] = 0;
 	walk.n = 0;
 	each_range(count_range, &pagemap);
 	if (pagemap >= 0)
 		sp_os->close(pagemap);
+	/* (The heap's free units whose pages the child shares: not copied, but the
+	 * parent's write to one, once it is given out again, is a copy on write.) */
+	fk.pages[0] += (long)pages_fork_held();
 }
 
 static void each_range(fork_range_fn fn, void *arg)

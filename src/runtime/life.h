@@ -65,10 +65,16 @@ void fork_stats(struct rt_stats *st);
 
 /* ---- the rooms' fork hooks, which life.c calls in its order ---- */
 /* The page heap's part (pageheap/fork_units.c), under its lock: empty hugetlb units
- * given back (prepare), the runs of hugetlb units named, some of them moved to THP to
- * make room in the pool (demote), the units marked THP once copied. */
+ * given back (prepare), the runs of hugetlb units named, the pages of free units the
+ * child shares and need not copy counted (held), some units moved to THP to make room
+ * in the pool (demote), the units marked THP once copied. */
 void pages_fork_prepare(void);
 void pages_fork_hugetlb(fork_range_fn fn, void *arg);
+size_t pages_fork_held(void);
+/* Whether the heap's 2 MiB page at a is known present (in a chunk, found present by a
+ * walk before and never dropped since); faulted_at: a walk found it present. */
+bool pages_fork_faulted(uintptr_t a);
+void pages_fork_faulted_at(uintptr_t a);
 size_t pages_fork_demote(long want[2]);
 void pages_fork_copied(void);
 void pages_fork_child(void);

@@ -28,20 +28,147 @@ void plain_units(size_t u, size_t n)
 		rt_abort("cannot map the heap's memory at %p back (%zu bytes)", (void *)unit_addr(u),
 			 len);
 	sp_os->madvise(out, len, range_advice());
+	chunk_forget(u, n);
+}
+
+/* Chunks. The kernel never merges hugetlb mappings, and fork pays for each one (it
+ * copies their page tables one by one): a heap whose units were each mapped alone
+ * forked the slower the more units it had. So units on 2 MiB pages lie in chunks:
+ * one private hugetlb mapping, reserved when it is made (never MAP_NORESERVE: a
+ * reserved page cannot fail its first touch), over the units being backed and the
+ * free units above them, as many in all as an eighth of the units on 2 MiB pages
+ * already (no more than the pool has free): past 16 units the mappings grow in
+ * number as the logarithm of the heap, and the pool's pages reserved and not yet
+ * given out (spare units) stay within about an eighth of those in use; a heap of
+ * fewer holds no spare unit at all. A freed
+ * unit keeps its page in its chunk (kept, as an empty unit is: reserved and used
+ * again); what goes back to the pool goes by plain memory mapped over it (the
+ * chunk shrinks, or is cut in two), never by MADV_DONTNEED, after which a kernel
+ * before 6.9 no longer holds the page's reservation and a touch could be a SIGBUS.
+ * A unit of a chunk that is to be memory of another kind is made plain memory first
+ * (chunk_leave). 1 GiB pages are mapped a block at a time, as before. */
+#define CHUNK_SHARE 8
+
+/* Units [u, u+n) are in no chunk any more: something else was mapped over them. */
+void chunk_forget(size_t u, size_t n)
+{
+	for (size_t i = u; i < u + n; i++)
+		pg.units[i].chunk = pg.units[i].faulted = 0;
+}
+
+/* The chunks' units of [u, u+n) made plain memory: they are to be memory of another
+ * kind, and were not mapped over. */
+void chunk_leave(size_t u, size_t n)
+{
+	for (size_t a = u, e; a < u + n; a = e) {
+		for (e = a + 1; e < u + n && pg.units[e].chunk == pg.units[a].chunk; e++)
+			;
+		if (pg.units[a].chunk)
+			plain_units(a, e - a);
+	}
+}
+
+/* Whether unit u may join a chunk made below it, as a spare unit: free, holding no
+ * memory, in no chunk (growing the range, lazy: what is claimed is the range's). */
+static bool chunk_room(size_t u)
+{
+	if (u >= pg.max_units)
+		return false;
+	if (u >= pg.frontier && range_grow(u + 1) < 0)
+		return false;
+	const struct unit *x = &pg.units[u];
+	return x->state == U_FREE && bit(pg.freebits, u) && !x->in_cache && !x->resident &&
+	       !x->chunk;
+}
+
+/* How many units a chunk made for n units is to span: an eighth of those on 2 MiB
+ * pages, within what the pool has free (and the room promised to forked children
+ * copying theirs left alone). No more than n under a hugetlb cgroup limit (a spare
+ * unit's first touch would be charged then, and could fail) or a limit of address
+ * space (tight: the heap holds none it does not use). */
+static size_t chunk_units(size_t n)
+{
+	size_t k = (size_t)(pg.st.units[SP_BACKING_2M] / CHUNK_SHARE);
+	if (k <= n || pg.tight || sp_limit_dirs()->n_huge)
+		return n;
+	long room = sp_rung_room(SP_BACKING_2M, false);
+	if (room < (long)k)
+		k = room > (long)n ? (size_t)room : n;
+	while (k > n && !fork_pool_spares(false, k))
+		k = k / 2 > n ? k / 2 : n;
+	return k;
 }
 
 struct into {
 	uintptr_t at;
 	size_t len;
-	bool giga;
+	bool giga, chunk; /* chunk: the range's units, on 2 MiB pages */
 	bool *hole;
 };
+
+/* Maps a chunk over the units [a, e) of those being backed, which are in none,
+ * reaching on over free units above them when e is the run's end (end). 0 or the
+ * refusal; with *hole, the units [a, e) (and any above) may have been unmapped. */
+static int chunk_map(size_t a, size_t e, size_t end, bool *hole)
+{
+	size_t top = e;
+	if (e == end) {
+		size_t k = chunk_units(e - a);
+		while (top < a + k && chunk_room(top))
+			top++;
+	}
+	int r = pages_hugetlb_into(unit_addr(a), (top - a) << UNIT_SHIFT, false, hole);
+	if (r < 0 && top > e) {
+		if (*hole)
+			plain_units(e, top - e);
+		top = e;
+		r = pages_hugetlb_into(unit_addr(a), (top - a) << UNIT_SHIFT, false, hole);
+	}
+	if (r < 0)
+		return r;
+	for (size_t i = a; i < top; i++) {
+		pg.units[i].chunk = 1;
+		pg.units[i].faulted = 0;
+	}
+	return 0;
+}
+
+/* The units [u, u+n) in chunks: those in none get one (chunk_map), the others have
+ * their pages reserved already. Under a hugetlb cgroup limit every page is faulted
+ * in (sp_rung_charge): a refused touch is an error here, never a SIGBUS later. */
+static int chunks_into(struct into *m)
+{
+	size_t u = (m->at - pg.base) >> UNIT_SHIFT, n = m->len >> UNIT_SHIFT;
+	for (size_t a = u; a < u + n;) {
+		if (pg.units[a].chunk) {
+			a++;
+			continue;
+		}
+		size_t e = a + 1;
+		while (e < u + n && !pg.units[e].chunk)
+			e++;
+		int r = chunk_map(a, e, u + n, m->hole);
+		if (r < 0)
+			return r;
+		a = e;
+	}
+	return sp_rung_charge(SP_BACKING_2M, (void *)m->at, m->len);
+}
 
 static int map_into(void *arg)
 {
 	struct into *m = arg;
-	int r = pages_hugetlb_into(m->at, m->len, m->giga, m->hole);
+	int r = m->chunk ? chunks_into(m) : pages_hugetlb_into(m->at, m->len, m->giga, m->hole);
 	return r < 0 && *m->hole ? -EIO : r; /* (a refused move: an mmap fall) */
+}
+
+/* Whether units [u, u+n) all lie in chunks: their pages are reserved. */
+static bool in_chunks(size_t u, size_t n)
+{
+	for (size_t i = u; i < u + n; i++)
+		if (!pg.units[i].chunk)
+			return false;
+	return true;
 }
 
 int pages_hugetlb_try(const struct sp_rung_ask *ask, uintptr_t at, size_t len, bool *hole)
@@ -64,7 +191,12 @@ bool back_hugetlb(size_t u, size_t n, enum sp_backing rung)
 	size_t len = n << UNIT_SHIFT;
 	struct sp_rung_ask ask = { .site = SP_SITE_HEAP, .rung = rung,
 				   .skip = giga ? &skip_1g : &skip_2m, .size = giga ? 0 : len };
-	int why = pages_hugetlb_try(&ask, unit_addr(u), len, &hole);
+	struct into m = { .at = unit_addr(u), .len = len, .giga = giga, .chunk = !giga,
+			  .hole = &hole };
+	hole = false;
+	/* (Units in chunks have their pages: no rung to try, but under a cgroup limit.) */
+	int why = !giga && in_chunks(u, n) && sp_rung_charge(rung, (void *)m.at, len) == 0
+			  ? -1 : sp_rung_try(&ask, map_into, &m);
 	if (why < 0)
 		return true;
 	if (hole)
@@ -88,8 +220,19 @@ void forget_refusals(void)
 	sp_rung_forget(&skip_1g);
 }
 
+static enum sp_backing back_units_plain(size_t u, size_t n);
+
 /* Gives n units at u the policy's backing; returns the backing they got. */
 enum sp_backing back_units(size_t u, size_t n)
+{
+	enum sp_backing b = back_units_plain(u, n);
+	if (!is_hugetlb(b))
+		chunk_leave(u, n);
+	return b;
+}
+
+/* back_units, but for the units of chunks among them (which stay). */
+static enum sp_backing back_units_plain(size_t u, size_t n)
 {
 	if (pg.policy == SP_BACKING_2M || pg.policy == SP_BACKING_1G) {
 		if (back_hugetlb(u, n, SP_BACKING_2M))
@@ -119,6 +262,7 @@ size_t back_units_most(size_t u, size_t n, enum sp_backing *rest)
 	if (pg.policy == SP_BACKING_2M || pg.policy == SP_BACKING_1G) {
 		size_t got = back_hugetlb_most(u, n);
 		*rest = plain_backing();
+		chunk_leave(u + got, n - got);
 		/* (Near a memory limit, as back_units: base pages.) */
 		if (*rest == SP_BACKING_THP && got < n &&
 		    atomic_load_explicit(&pg.near, memory_order_relaxed)) {
@@ -485,6 +629,7 @@ void unclaim_space(size_t from, size_t to)
 		sp_os->madvise(at, len, range_advice());
 	for (size_t u = from; u < to; u++)
 		pg.units[u].huge = 0;
+	chunk_forget(from, to - from);
 }
 
 /* Puts the heap's own memory back on pages [lo, hi) the program mapped over or
@@ -579,7 +724,10 @@ int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole)
 
 bool units_from_copy(size_t u, size_t n, const void *src)
 {
-	return pages_copy_in(unit_addr(u), n << UNIT_SHIFT, src);
+	if (!pages_copy_in(unit_addr(u), n << UNIT_SHIFT, src))
+		return false;
+	chunk_forget(u, n);
+	return true;
 }
 
 /* What memory that is not hugetlb gets here: THP, or base pages where THP is off. */
@@ -621,5 +769,6 @@ int plain_for_program(size_t u, size_t n, int flags)
 	if (r < 0)
 		return r;
 	sp_os->madvise(out, len, MADV_HUGEPAGE);
+	chunk_forget(u, n);
 	return 0;
 }

@@ -124,6 +124,7 @@ static void free_units_to_mappings(size_t p, size_t last)
 			continue;
 		enum sp_backing b = plain_backing();
 		claim_units(u, 1);
+		chunk_leave(u, 1); /* (plain memory under the program's, not a chunk's) */
 		mapping_unit_start(x, b);
 		memset(x->free, 0xff, sizeof x->free);
 		set_nfree(x, PAGES_PER_UNIT);

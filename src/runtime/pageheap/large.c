@@ -79,8 +79,12 @@ void claim_units(size_t at, size_t n)
 		cache_remove((int32_t)i);
 		/* A unit kept on a hugetlb page goes back to the pool first: the run is
 		 * backed whole, and where that falls to THP, no hugetlb page must stay
-		 * behind in a unit taken for THP (fork would share it with a child). */
-		if (is_hugetlb(pg.units[i].backing)) {
+		 * behind in a unit taken for THP (fork would share it with a child). One
+		 * in a chunk stays there, its page reserved: the run's backing keeps it
+		 * or makes it plain memory (chunk_leave). */
+		if (pg.units[i].chunk) {
+			pg.units[i].backing = 0;
+		} else if (is_hugetlb(pg.units[i].backing)) {
 			unback_hugetlb(i, 1);
 			pg.units[i].backing = 0;
 			pg.units[i].resident = 0;
@@ -113,9 +117,13 @@ static struct span *range_alloc_large(size_t size, size_t align)
 	}
 	claim_units(at, n);
 	take_kept(at, n);
-	bool clean = true;
-	for (size_t i = at; i < at + n; i++)
+	/* (Clean: every unit holds no memory, or gets hugetlb memory mapped anew; a
+	 * unit of a chunk keeps the page it had, what a block before wrote in it.) */
+	bool clean = true, kept = false;
+	for (size_t i = at; i < at + n; i++) {
 		clean = clean && !pg.units[i].resident;
+		kept = kept || (pg.units[i].chunk && pg.units[i].resident);
+	}
 	size_t g = n / GIGA_UNITS * GIGA_UNITS;
 	if (!giga || !back_hugetlb(at, g, SP_BACKING_1G))
 		g = 0;
@@ -135,7 +143,7 @@ static struct span *range_alloc_large(size_t size, size_t align)
 	s->kind = SPAN_LARGE;
 	s->start = unit_addr(at);
 	s->npages = n * PAGES_PER_UNIT;
-	s->clean = clean || g + h == n || is_hugetlb((uint8_t)got);
+	s->clean = clean || (!kept && (g + h == n || is_hugetlb((uint8_t)got)));
 	map_set(page_of(s->start), s);
 	pg.st.large_blocks++;
 	pg.st.large_bytes += n << UNIT_SHIFT;
@@ -190,6 +198,7 @@ static bool grow_in_place(struct span *s, size_t u, size_t n, size_t want, uint8
 	    bits_next(pg.freebits, u + n, u + want, false) != u + want)
 		return false;
 	claim_units(u + n, want - n);
+	chunk_leave(u + n, want - n); /* (a block not on hugetlb pages: plain memory) */
 	large_units(u + n, want - n, backing);
 	count_units((enum sp_backing)backing, (long)(want - n));
 	units_settle_large(u + n, want - n);
@@ -215,6 +224,8 @@ static bool move_units(struct span *s, size_t u, size_t n, size_t want, uint8_t 
 		bits_set(pg.freebits, at, want, true);
 		return false;
 	}
+	chunk_forget(at, n);
+	chunk_leave(at + n, want - n);
 	large_units(at, want, backing);
 	for (size_t i = 0; i < n; i++) /* (the move takes the units' advice along) */
 		pg.units[at + i].huge = pg.units[u + i].huge;

@@ -291,8 +291,10 @@ static size_t best_hole(size_t np, enum tier t, bool *foreign_out)
 /* Units [u, u+n) that a run takes and the kernel would fault in new (FREE, not
  * resident) get the kept empty units' pages instead, oldest first: each moved whole by
  * mremap, which moves a huge page as one and copies and zeroes nothing; the kept
- * unit's place stays mapped, empty (MREMAP_DONTUNMAP). Under the policies of hugetlb
- * units the rung is mapped over the run: no move. A unit no kept one could take makes
+ * unit's place stays mapped, empty (MREMAP_DONTUNMAP). Under 2m and 1g nothing is
+ * done: the kept units on 2 MiB pages are in chunks (backing.c), and one given back
+ * from the middle of a chunk would cut its mapping in two. A unit no kept one could
+ * take makes
  * a kept unit go back: kept, they would spare the next block a fault, but once blocks
  * fault new units in beside them they spare nothing, and the program pays for both
  * (the sweep's mixed heap ended with 9 kept units, 18 MiB of its 310). Under
@@ -305,6 +307,8 @@ bool take_kept(size_t u, size_t n)
 	static bool refused; /* (a kernel without MREMAP_DONTUNMAP: before 5.7) */
 	bool moved = false, hugetlb = pg.policy == SP_BACKING_2M || pg.policy == SP_BACKING_1G;
 	unsigned me = malloc_thread_slot();
+	if (hugetlb)
+		return false;
 	for (size_t i = u; i < u + n; i++) {
 		int32_t c = pg.cache_tail;
 		while (c != NO_UNIT && unit_foreign((size_t)c, me))
@@ -314,7 +318,7 @@ bool take_kept(size_t u, size_t n)
 		void *out;
 		if (pg.units[i].resident || c == NO_UNIT)
 			continue;
-		bool movable = !refused && !hugetlb && !is_hugetlb(pg.units[c].backing);
+		bool movable = !refused && !is_hugetlb(pg.units[c].backing);
 		int r = !movable ? -EINVAL :
 			sp_os->mremap((void *)unit_addr((size_t)c), UNIT_SIZE, UNIT_SIZE,
 				      MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,

@@ -58,6 +58,12 @@ struct unit {
 	uint8_t huge;                       /* auto: advised MADV_HUGEPAGE on its own (made
 	                                       huge when dense; the advice stays after it
 	                                       is given back, until it is taken again) */
+	uint8_t chunk;                      /* in a chunk (backing.c): a hugetlb mapping of
+	                                       2 MiB pages, reserved, over many units; FREE,
+	                                       its page is present if resident (kept), else
+	                                       reserved and not faulted in (spare) */
+	uint8_t faulted;                    /* in a chunk, in use: its page is known present
+	                                       (fork_units.c learns it, once) */
 	uint16_t owner;                     /* the thread slot (malloc_thread_slot) its
 	                                       pages were last given to or freed by */
 	int32_t prev, next;                 /* bucket list (HEAP) or empty cache (FREE) */
@@ -174,6 +180,8 @@ static inline enum tier tier_of(enum span_kind kind)
 }
 /* backing.c */
 void plain_units(size_t u, size_t n);
+void chunk_forget(size_t u, size_t n);
+void chunk_leave(size_t u, size_t n);
 bool back_hugetlb(size_t u, size_t n, enum sp_backing rung);
 void unback_hugetlb(size_t u, size_t n);
 void forget_refusals(void);
