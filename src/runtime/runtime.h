@@ -35,6 +35,10 @@ struct rt_stats {
 	 * leave in a huge page); of the bytes in use, those in units with no page free;
 	 * empty units kept resident. */
 	uint64_t unit_used_bytes, unit_free_bytes, full_unit_bytes, kept_units;
+	/* Under 2m and 1g: the units of the heap's chunks of 2 MiB pages not in use, whose
+	 * pages the pool holds for it (kept empty, or reserved and not yet given out:
+	 * spare), and the chunks' mappings. */
+	uint64_t chunk_held_units, chunk_spare_units, chunk_maps;
 	uint64_t small_mmaps;       /* private anonymous mmaps below SUPERPAGE_MIN served from
 	                               the heap's units (arenas of other allocators) */
 	uint64_t small_mmap_bytes;  /* bytes of them mapped now */

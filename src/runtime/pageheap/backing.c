@@ -40,20 +40,23 @@ void plain_units(size_t u, size_t n)
  * already (no more than the pool has free): past 16 units the mappings grow in
  * number as the logarithm of the heap, and the pool's pages reserved and not yet
  * given out (spare units) stay within about an eighth of those in use; a heap of
- * fewer holds no spare unit at all. A freed
- * unit keeps its page in its chunk (kept, as an empty unit is: reserved and used
- * again); what goes back to the pool goes by plain memory mapped over it (the
- * chunk shrinks, or is cut in two), never by MADV_DONTNEED, after which a kernel
- * before 6.9 no longer holds the page's reservation and a touch could be a SIGBUS.
- * A unit of a chunk that is to be memory of another kind is made plain memory first
- * (chunk_leave). 1 GiB pages are mapped a block at a time, as before. */
+ * fewer holds no spare unit at all. A freed unit keeps its page in its chunk (kept,
+ * as an empty unit is: reserved and used again); what goes back to the pool goes by
+ * plain memory mapped over it (the chunk shrinks, or is cut in two), never by
+ * MADV_DONTNEED: that keeps the page's reservation on Linux 6.18 (so the pool has no
+ * more room for it), and older kernels lost it, after which a touch could be a
+ * SIGBUS. A unit of a chunk that is to be memory of another kind is made plain memory
+ * first (chunk_leave). 1 GiB pages are mapped a block at a time, as before. */
 #define CHUNK_SHARE 8
 
-/* Units [u, u+n) are in no chunk any more: something else was mapped over them. */
+/* Units [u, u+n) are in no chunk any more: something else was mapped over them (the
+ * unit after them, if in a chunk, now begins a mapping of its own). */
 void chunk_forget(size_t u, size_t n)
 {
 	for (size_t i = u; i < u + n; i++)
 		pg.units[i].chunk = pg.units[i].faulted = 0;
+	if (u + n < pg.frontier && pg.units[u + n].chunk)
+		pg.units[u + n].chunk = 2;
 }
 
 /* The chunks' units of [u, u+n) made plain memory: they are to be memory of another
@@ -61,7 +64,7 @@ void chunk_forget(size_t u, size_t n)
 void chunk_leave(size_t u, size_t n)
 {
 	for (size_t a = u, e; a < u + n; a = e) {
-		for (e = a + 1; e < u + n && pg.units[e].chunk == pg.units[a].chunk; e++)
+		for (e = a + 1; e < u + n && !pg.units[e].chunk == !pg.units[a].chunk; e++)
 			;
 		if (pg.units[a].chunk)
 			plain_units(a, e - a);
@@ -127,7 +130,7 @@ static int chunk_map(size_t a, size_t e, size_t end, bool *hole)
 	if (r < 0)
 		return r;
 	for (size_t i = a; i < top; i++) {
-		pg.units[i].chunk = 1;
+		pg.units[i].chunk = i == a ? 2 : 1;
 		pg.units[i].faulted = 0;
 	}
 	return 0;

@@ -177,6 +177,20 @@ static void unit_account(struct rt_stats *st)
 	st->unit_free_bytes = (uint64_t)pg.unit_free_pages << PAGE_SHIFT;
 	st->full_unit_bytes = (uint64_t)(pg.full_units + large) << UNIT_SHIFT;
 	st->kept_units = pg.cached;
+	/* (A walk, under 2m and 1g only.) */
+	st->chunk_held_units = st->chunk_spare_units = st->chunk_maps = 0;
+	if (pg.policy != SP_BACKING_2M && pg.policy != SP_BACKING_1G)
+		return;
+	for (size_t u = 0; u < pg.frontier; u++) {
+		const struct unit *x = &pg.units[u];
+		if (!x->chunk)
+			continue;
+		st->chunk_maps += x->chunk == 2;
+		if (x->state == U_FREE) {
+			st->chunk_held_units++;
+			st->chunk_spare_units += !x->resident;
+		}
+	}
 }
 
 void pages_stats(struct rt_stats *st)
@@ -241,6 +255,15 @@ static const char *check_locked(size_t *unit, bool objects)
 		else if (x->in_cache && (x->state != U_FREE || !x->resident))
 			bad = "a unit in the empty cache is not free and resident";
 		n_cached += x->in_cache;
+		bool in_use = x->state == U_HEAP || x->state == U_LARGE;
+		if (in_use && (x->backing == SP_BACKING_2M) != (x->chunk != 0))
+			bad = "a unit in use on 2 MiB pages is in no chunk, or one in a chunk is not";
+		else if (x->chunk == 1 && (u == 0 || !pg.units[u - 1].chunk))
+			bad = "a chunk's first unit is not marked so";
+		else if (x->faulted && !x->chunk)
+			bad = "a unit in no chunk is marked present";
+		if (bad)
+			continue;
 		if (x->state == U_LARGE) {
 			per[x->backing]++;
 			used += PAGES_PER_UNIT;

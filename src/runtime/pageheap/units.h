@@ -59,9 +59,10 @@ struct unit {
 	                                       huge when dense; the advice stays after it
 	                                       is given back, until it is taken again) */
 	uint8_t chunk;                      /* in a chunk (backing.c): a hugetlb mapping of
-	                                       2 MiB pages, reserved, over many units; FREE,
-	                                       its page is present if resident (kept), else
-	                                       reserved and not faulted in (spare) */
+	                                       2 MiB pages, reserved, over many units (2: its
+	                                       first); FREE, its page is present if resident
+	                                       (kept), else reserved and not faulted in
+	                                       (spare) */
 	uint8_t faulted;                    /* in a chunk, in use: its page is known present
 	                                       (fork_units.c learns it, once) */
 	uint16_t owner;                     /* the thread slot (malloc_thread_slot) its

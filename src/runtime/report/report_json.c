@@ -51,6 +51,9 @@ static void json_heap(struct out *o, const struct account *a)
 		(unsigned long long)st->unit_used_bytes, (unsigned long long)st->unit_free_bytes,
 		(unsigned long long)st->full_unit_bytes, (unsigned long long)st->kept_units,
 		(unsigned long long)st->dense_units, (unsigned long long)st->dense_refused);
+	put_fmt(o, ",\"chunk_maps\":%llu,\"chunk_held_units\":%llu,\"chunk_spare_units\":%llu",
+		(unsigned long long)st->chunk_maps, (unsigned long long)st->chunk_held_units,
+		(unsigned long long)st->chunk_spare_units);
 	put_fmt(o, "},\"mmaps\":{\"small\":%llu,\"small_bytes\":%llu,\"large\":%llu,"
 		"\"packed\":%llu,\"packed_collapsed\":%llu,\"packed_refused\":%llu,"
 		"\"exec\":%llu,\"exec_bytes\":%llu,\"hints_moved\":%llu}",

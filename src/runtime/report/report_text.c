@@ -172,8 +172,14 @@ static void text_units(struct out *o, const struct account *a, bool tlb)
 	put_percent(o, st->unit_free_bytes, st->unit_used_bytes + st->unit_free_bytes);
 	put_str(o, " of their memory), ");
 	put_percent(o, st->full_unit_bytes, st->unit_used_bytes);
-	put_fmt(o, " of what is in use in full units; %llu empty units kept\n",
+	put_fmt(o, " of what is in use in full units; %llu empty units kept",
 		(unsigned long long)st->kept_units);
+	if (st->chunk_maps)
+		put_fmt(o, "; 2 MiB pages in %llu mappings, %llu units of them held not in use "
+			"(%llu reserved, not yet given out)", (unsigned long long)st->chunk_maps,
+			(unsigned long long)st->chunk_held_units,
+			(unsigned long long)st->chunk_spare_units);
+	put_char(o, '\n');
 }
 
 /* The limits the process runs under, if any, and what the heap did near the memory

@@ -4,7 +4,8 @@
 # (a later write seen means every earlier one is); a forking thread with its alternate
 # signal stack in the heap, a second thread, the name service used and a FILE open,
 # no child may die. Under 2m and 1g with room in the pool, with the pool empty at the
-# fork (the heap makes room), and without the privilege to make it (said once).
+# fork (the heap makes room), and without the privilege to make it (said once). Under 2m,
+# a heap's hugetlb mappings counted as it grows (tests/runtime/fork/forkmaps.c).
 # Usage: tests/runtime/fork/test_fork.sh BUILD_DIR [TEST[:ARG]...]. Prints "PASS name",
 # "FAIL name: why" or "SKIP name: why" per test. Every sysfs value it changes is put
 # back, even on failure or Ctrl-C. The forks are counted, never timed.
@@ -13,7 +14,7 @@ B=${1:?usage: tests/runtime/fork/test_fork.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/runtime/lib.sh
 . "$here/../lib.sh"
-both_start fork fork/forksnap
+both_start fork fork/forksnap fork/forkmaps
 P1G=/sys/kernel/mm/hugepages/hugepages-1048576kB
 
 # Reads the parent's --stats line of the last sprun_stats: its "fork" account must say
@@ -163,7 +164,34 @@ test_fork_1g() { # mode:room|empty
 	fi
 }
 
+# Under 2m the heap's hugetlb mappings grow far slower than the heap (fork copies each
+# mapping's page tables apart): forkmaps holds 32, then 128, then 256 MiB of blocks of
+# 16 KiB to 4 MiB (freeing some on the way) and forks at each. From 32 to 256 MiB the
+# mappings of 2 MiB pages may grow by at most 24 (a mapping per unit or block: about
+# 100 more), and hold 3/4 of the blocks' memory or more; each child sees every block.
+test_fork_maps() {
+	local name=fork_maps_2m lo hi mib size maps
+	need_run "$name" || return
+	pool_2m 400 || { skip "$name" "$why"; return; }
+	sprun --backing 2m -- "$P/forkmaps" 32 128 256
+	restore
+	read -r size lo mib < <(head -n 1 "$tmp/sp.out")
+	read -r size hi mib < <(tail -n 1 "$tmp/sp.out")
+	if [ "$src" != 0 ]; then
+		fail "$name" "exited $src: $(oneline "$tmp/sp.err")"
+	elif [ "${size:-}" != 256 ] || [ -z "${lo:-}" ]; then
+		fail "$name" "no lines for 32 and 256 MiB: $(oneline "$tmp/sp.out")"
+	elif [ "${mib:-0}" -lt 192 ]; then
+		fail "$name" "only ${mib:-0} MiB on 2 MiB hugetlb pages with 256 MiB held: $(oneline "$tmp/sp.err")"
+	elif [ $((hi - lo)) -gt 24 ]; then
+		fail "$name" "$lo hugetlb mappings at 32 MiB, $hi at 256 MiB (MiB held, mappings, MiB on them): $(tr '\n' ' ' <"$tmp/sp.out")"
+	else
+		pass "$name" "MiB held, mappings, MiB on them: $(tr '\n' ' ' <"$tmp/sp.out")"
+	fi
+}
+
 run_some "$@"
+test_fork_maps
 for mode in snap nss; do
 	for b in auto thp 4k; do
 		test_fork "$mode:$b"
