@@ -19,7 +19,9 @@
  * meanwhile is copied from the pool. The prepare handler sees to it
  * (fork_share_prepare):
  *
- *   room   the pool has that room: nothing to do.
+ *   room   the pool has that room, or has it once free units of the heap's chunks
+ *          are given back (pages_fork_trim: no copy, and no hold, for no thread can
+ *          be writing them).
  *   make   it has not: the heap makes it, by moving some of its hugetlb units to THP
  *          (their pages go back to the pool), enough that the rest fit, while no
  *          write to the process's hugetlb memory can be lost: userfaultfd holds every
@@ -338,6 +340,17 @@ static void unpromise(void)
 		atomic_fetch_sub(&promised[i], fk.pages[i]);
 }
 
+/* Room had by giving back free units of the heap's chunks (pages_fork_trim): no copy,
+ * no hold. Whether there is room now. */
+static bool trim_room(void)
+{
+	long short_by = fk.pages[0] - fk.room[0];
+	if (short_by <= 0 || pages_fork_trim(short_by) <= 0)
+		return false;
+	count_all();
+	return has_room();
+}
+
 /* ---------- make: room in the pool, the other threads' writes held ---------- */
 
 static void hold_range(uintptr_t a, size_t len, size_t page, void *arg)
@@ -595,7 +608,7 @@ void fork_share_prepare(void)
 		return;
 	fk.forker = getpid();
 	atomic_fetch_add(&n_shared, 1);
-	if (has_room()) {
+	if (has_room() || trim_room()) {
 		fk.route = ROUTE_ROOM;
 	} else if (make_room_held() || (__libc_single_threaded && make_room(-1))) {
 		fk.route = ROUTE_MADE;

@@ -66,11 +66,13 @@ void fork_stats(struct rt_stats *st);
 /* ---- the rooms' fork hooks, which life.c calls in its order ---- */
 /* The page heap's part (pageheap/fork_units.c), under its lock: empty hugetlb units
  * given back (prepare), the runs of hugetlb units named, the pages of free units the
- * child shares and need not copy counted (held), some units moved to THP to make room
- * in the pool (demote), the units marked THP once copied. */
+ * child shares and need not copy counted (held), free units of its chunks given back
+ * for room in the pool (trim), some units moved to THP for room (demote), the units
+ * marked THP once copied. */
 void pages_fork_prepare(void);
 void pages_fork_hugetlb(fork_range_fn fn, void *arg);
 size_t pages_fork_held(void);
+long pages_fork_trim(long want);
 /* Whether the heap's 2 MiB page at a is known present (in a chunk, found present by a
  * walk before and never dropped since); faulted_at: a walk found it present. */
 bool pages_fork_faulted(uintptr_t a);

@@ -114,26 +114,35 @@ static bool chunk_free(size_t u)
 	return pg.units[u].chunk && pg.units[u].state == U_FREE;
 }
 
+/* Before a fork the pool cannot cover: free units of chunks given back, from the top
+ * of the range down, until want pages more of room are had (a spare unit's
+ * reservation gives one; a kept unit's page two, one more free and one the child does
+ * not share): first the spare ones (at the tops of chunks: a chunk shrinks, and is
+ * not cut in two), then the kept ones. Nothing is copied, and no thread can be
+ * writing a free unit: no hold is needed. The room had; under the lock. */
+long pages_fork_trim(long want)
+{
+	long had = 0;
+	for (int kept = 0; kept < 2 && had < want; kept++)
+		for (size_t u = pg.frontier; u-- > 0 && had < want;) {
+			if (!chunk_free(u) || pg.units[u].resident != kept)
+				continue;
+			size_t e = u + 1;
+			while (u > 0 && chunk_free(u - 1) && pg.units[u - 1].resident == kept &&
+			       had + (long)(e - u) * (kept + 1) < want)
+				u--;
+			had += (long)(e - u) + (long)give_back_free(u, e - u);
+		}
+	return had;
+}
+
 /* Before a fork the pool cannot cover, with the other threads' writes held (fork.c):
- * the free units of chunks given back first (no copy: a page given back is one the
- * child does not share, and one more free), then up to want[0] units on 2 MiB pages
- * and want[1] 1 GiB pages copied to THP in place, from the top of the range down, so
- * that their pages go back to the pool; want is left with what could not be. The
- * units moved; under the lock. */
+ * up to want[0] units on 2 MiB pages and want[1] 1 GiB pages copied to THP in place,
+ * from the top of the range down, so that their pages go back to the pool; want is
+ * left with what could not be. The units moved; under the lock. */
 size_t pages_fork_demote(long want[2])
 {
 	size_t moved = 0;
-	for (size_t u = 0; u < pg.frontier && want[0] > 0;) {
-		if (!chunk_free(u)) {
-			u++;
-			continue;
-		}
-		size_t e = u + 1;
-		while (e < pg.frontier && chunk_free(e))
-			e++;
-		want[0] -= (long)give_back_free(u, e - u);
-		u = e;
-	}
 	for (size_t u = pg.frontier; u-- > 0 && (want[0] > 0 || want[1] > 0);) {
 		if (!is_hugetlb_unit(u))
 			continue;
