@@ -114,17 +114,22 @@ put_pool_back() {
 	restore
 }
 
-# Gives the 2M pool n more free pages than it has in use. Returns 1 (and puts it back)
-# if the kernel does not give them or there is no 2M pool; says why in $why.
-pool_2m() { # n
-	local n=$1 nr free resv avail
+# Returns 1, with why, unless this process may set the 2M pool.
+pool_2m_settable() {
 	why=''
 	if ! is_root; then
 		why="needs root to set the 2M pool"
 	elif [ ! -w $P2M/nr_hugepages ]; then
 		why="no 2M hugetlb pages on this machine"
 	fi
-	[ -z "$why" ] || return 1
+	[ -z "$why" ]
+}
+
+# Gives the 2M pool n more free pages than it has in use. Returns 1 (and puts it back)
+# if the kernel does not give them or there is no 2M pool; says why in $why.
+pool_2m() { # n
+	local n=$1 nr free resv avail
+	pool_2m_settable || return 1
 	nr=$(cat $P2M/nr_hugepages) free=$(cat $P2M/free_hugepages) resv=$(cat $P2M/resv_hugepages)
 	set_sysfs $P2M/nr_hugepages $((nr - free + resv + n))
 	free=$(cat $P2M/free_hugepages) resv=$(cat $P2M/resv_hugepages)
@@ -143,13 +148,7 @@ pool_2m() { # n
 # pages stay theirs). Returns 1, with why, if that cannot be.
 pool_add() { # n
 	local n=$1
-	why=''
-	if ! is_root; then
-		why="needs root to set the 2M pool"
-	elif [ ! -w $P2M/nr_hugepages ]; then
-		why="no 2M hugetlb pages on this machine"
-	fi
-	[ -z "$why" ] || return 1
+	pool_2m_settable || return 1
 	pool_nums
 	pool_write $((nr + n))
 	pool_nums
