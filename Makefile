@@ -212,7 +212,7 @@ $(B)/tests/system/%: tests/system/%.c $(LIB_A)
 
 $(B)/tests/cli/%: tests/cli/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests -o $@ $< $(LIB_A) $(LIBS)
 
 # Programs run under superpage run (tests/runtime/FEATURE/*.c, and common/ for those
 # several features or bench/compare.sh run): plain C, no superpage calls (they must

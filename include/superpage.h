@@ -630,6 +630,10 @@ struct sp_options {
 	                              the kernel at once, none kept for reuse; default no */
 	bool check;                /* SUPERPAGE_CHECK: the checking mode (canaries past
 	                              blocks, freed blocks filled and held back); default no */
+	bool dense_touched;        /* SUPERPAGE_DENSE_TOUCHED: under auto, a unit given out
+	                              whole (a large block, a long run, a large mapping)
+	                              goes huge when its pages are touched, not when it is
+	                              given; default no */
 };
 
 /* Called once per bad value with a one-line message; the default stands. */

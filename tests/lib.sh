@@ -9,6 +9,11 @@ failed=0
 hold_pid='' hold_in=''
 # shellcheck source=tests/sysfs.sh
 . "$(dirname "${BASH_SOURCE[0]}")/sysfs.sh"
+# A script run by hand holds the pool lock as tests/run.sh does (which holds it for
+# the scripts it runs): its tests set pools and read their free pages.
+# shellcheck source=tests/pool_lock.sh
+. "$(dirname "${BASH_SOURCE[0]}")/pool_lock.sh"
+pool_lock_take "$(basename "$0")"
 
 pass() { echo "PASS $1${2:+: $2}"; }
 fail() { echo "FAIL $1: $2"; failed=1; }

@@ -1,5 +1,6 @@
 # pool_lock.sh - sourced by the scripts that hold /tmp/sp-pool.lock while they use the
-# hugetlb pools (tests/run.sh, make compat, make realbench, bench/mbench.sh).
+# hugetlb pools (tests/run.sh, every test script through tests/lib.sh, make compat,
+# make realbench, bench/mbench.sh).
 # shellcheck shell=bash
 
 # True if a process above this shell (its parent, or one further up) holds the lock,
@@ -19,4 +20,25 @@ pool_lock_held_above() { # [lock file]
 		p=$(awk '$1 == "PPid:" { print $2 }' "/proc/$p/status" 2>/dev/null)
 	done
 	return 1
+}
+
+# Holds the lock (SP_POOL_LOCK_FILE, else /tmp/sp-pool.lock) on fd 9 for the rest of
+# this shell and its children, waiting (and saying so, as who) while another pool user
+# runs; nothing if the caller says it holds it (SP_POOL_LOCKED=1) or a process above
+# holds it. Exports SP_POOL_LOCKED=1 for the scripts it runs. Without flock, or a lock
+# file it can open, it goes on unlocked.
+pool_lock_take() { # who
+	local f=${SP_POOL_LOCK_FILE:-/tmp/sp-pool.lock}
+	[ "${SP_POOL_LOCKED:-}" = 1 ] && return 0
+	if pool_lock_held_above "$f"; then
+		export SP_POOL_LOCKED=1
+		return 0
+	fi
+	command -v flock >/dev/null || return 0
+	{ [ -e "$f" ] || : 2>/dev/null >>"$f"; } && { exec 9<"$f"; } 2>/dev/null || return 0
+	if ! flock -n 9; then
+		echo "$1: waiting for $f (another pool user runs)" >&2
+		flock 9
+	fi
+	export SP_POOL_LOCKED=1
 }

@@ -40,18 +40,7 @@ pass=0 fail=0 skip=0
 # runs. SP_POOL_LOCKED=1 says the caller holds it already.
 # shellcheck source=tests/pool_lock.sh
 . "$(dirname "$0")/pool_lock.sh"
-if [ "$tier" != unit ] && [ "${SP_POOL_LOCKED:-}" != 1 ] && pool_lock_held_above; then
-	export SP_POOL_LOCKED=1
-fi
-if [ "$tier" != unit ] && [ "${SP_POOL_LOCKED:-}" != 1 ] && command -v flock >/dev/null &&
-	{ [ -e /tmp/sp-pool.lock ] || : 2>/dev/null >>/tmp/sp-pool.lock; } &&
-	{ exec 9</tmp/sp-pool.lock; } 2>/dev/null; then
-	if ! flock -n 9; then
-		echo "run.sh: waiting for /tmp/sp-pool.lock (another pool user runs)" >&2
-		flock 9
-	fi
-	export SP_POOL_LOCKED=1
-fi
+[ "$tier" = unit ] || pool_lock_take run.sh
 
 # Pools and THP modes are put back after each test, whatever it does, even if it
 # crashes (tests/sysfs.sh).

@@ -41,6 +41,7 @@ static const struct opt opts[] = {
 	{ "SUPERPAGE_HONOUR_THP_DISABLE", OPT_BOOL, OFF(honour_thp_disable), "yes or no" },
 	{ "SUPERPAGE_SHRINK", OPT_BOOL, OFF(shrink), "yes or no" },
 	{ "SUPERPAGE_CHECK", OPT_BOOL, OFF(check), "yes or no" },
+	{ "SUPERPAGE_DENSE_TOUCHED", OPT_BOOL, OFF(dense_touched), "yes or no" },
 };
 
 static int parse_text(const char *v, enum sp_text_mode *out)

@@ -13,6 +13,7 @@
 
 #include "internal.h"
 #include "life.h"
+#include "life_os.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -30,8 +31,8 @@ static struct clone_call child_call; /* the child's own copy, set by clone_start
  * function runs; its value is the child's exit status, as clone has it. */
 static void clone_run(void)
 {
-	sp_os->munmap(child_call.first, FIRST_STACK);
-	syscall(SYS_exit, child_call.fn(child_call.arg));
+	life_unmap(child_call.first, FIRST_STACK);
+	life_exit_thread(child_call.fn(child_call.arg));
 }
 
 /* The child's first steps, on a stack of the runtime's: the caller's stack may lie in
@@ -78,8 +79,7 @@ EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 		__atomic_store_n(&real, f, __ATOMIC_RELAXED);
 	}
 	if ((flags & (CLONE_VM | CLONE_VFORK)) || !fn || !stack ||
-	    sp_os->mmap(NULL, FIRST_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			-1, 0, &first) < 0)
+	    life_map(FIRST_STACK, &first) < 0)
 		return f(fn, stack, flags, arg, ptid, tls, ctid);
 	struct clone_call c = { fn, arg, stack, first };
 	rt_fork_prepare();
@@ -87,7 +87,7 @@ EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	int e = errno;
 	errno = r < 0 ? e : 0; /* as fork's parent handler finds it: 0 if there is a child */
 	rt_fork_parent();
-	sp_os->munmap(first, FIRST_STACK);
+	life_unmap(first, FIRST_STACK);
 	errno = e;
 	return r;
 }

@@ -66,6 +66,7 @@
 
 #include "internal.h"
 #include "life.h"
+#include "life_os.h"
 #include "pageheap/pageheap.h"
 #include "program/program.h"
 #include "runtime.h"
@@ -97,7 +98,7 @@ static struct {
 /* Pages of each size promised to children still copying, shared by this process's
  * tree (they all draw on the one pool); mapped at the first fork that needs it. */
 static _Atomic long *promised;
-static _Atomic uint64_t n_shared, n_moved, n_short; /* for --stats */
+static _Atomic uint64_t n_shared, n_moved, n_short, n_scanned; /* for --stats */
 static int uffd_refused;          /* userfaultfd said no once (its errno): not asked again */
 static char guard_stack[64 << 10] __attribute__((aligned(16)));
 
@@ -130,12 +131,11 @@ static bool walk_room(size_t n)
 	size_t cap = walk.cap ? 2 * walk.cap : 1 << 15;
 	while (cap <= n)
 		cap *= 2;
-	if (sp_os->mmap(NULL, cap / 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
-			&m) < 0)
+	if (life_map(cap / 8, &m) < 0)
 		return false;
 	if (walk.bits) {
 		memcpy(m, walk.bits, walk.cap / 8);
-		sp_os->munmap(walk.bits, walk.cap / 8);
+		life_unmap(walk.bits, walk.cap / 8);
 	}
 	walk.bits = m;
 	walk.cap = cap;
@@ -185,7 +185,7 @@ static bool scan_range(int fd, uintptr_t a, size_t len, size_t page)
 			.vec = (uint64_t)(uintptr_t)vec, .vec_len = sizeof vec / sizeof *vec,
 			.category_mask = PR_PAGE_IS_PRESENT, .return_mask = PR_PAGE_IS_PRESENT,
 		};
-		int n = sp_os->ioctl(fd, PR_PAGEMAP_SCAN, &q);
+		int n = life_pagemap_scan(fd, &q);
 		if (n < 0) {
 			if (p == a)
 				return false;
@@ -222,7 +222,7 @@ static void mincore_range(uintptr_t a, size_t len, size_t page)
 		size_t n = page;
 		if (page == UNIT_SIZE)
 			n = a + len - p < stretch ? a + len - p : stretch;
-		if (sp_os->mincore((void *)p, page == UNIT_SIZE ? n : 4096, vec) < 0) {
+		if (life_resident((void *)p, page == UNIT_SIZE ? n : 4096, vec) < 0) {
 			memset(vec, 1, sizeof vec);
 			walk.guessed = true;
 		}
@@ -234,12 +234,13 @@ static void mincore_range(uintptr_t a, size_t len, size_t page)
 
 static void walk_range(uintptr_t a, size_t len, size_t page, int *pagemap)
 {
+	atomic_fetch_add_explicit(&n_scanned, len / page, memory_order_relaxed);
 	if (*pagemap == INT_MIN) /* (not opened yet: no range needed it) */
-		*pagemap = sp_os->open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
+		*pagemap = life_pagemap_open();
 	if (*pagemap >= 0 && scan_range(*pagemap, a, len, page))
 		return;
 	if (*pagemap >= 0)
-		sp_os->close(*pagemap);
+		life_close(*pagemap);
 	*pagemap = -1;
 	mincore_range(a, len, page);
 }
@@ -282,7 +283,7 @@ static void count_all(void)
 	walk.n = 0;
 	each_range(count_range, &pagemap);
 	if (pagemap >= 0)
-		sp_os->close(pagemap);
+		life_close(pagemap);
 	/* (The heap's free units whose pages the child shares: not copied, but the
 	 * parent's write to one, once it is given out again, is a copy on write.) */
 	fk.pages[0] += (long)pages_fork_held();
@@ -311,8 +312,7 @@ static bool has_room(void)
 {
 	if (!promised) {
 		void *m;
-		if (sp_os->mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0,
-				&m) < 0)
+		if (life_map_shared(4096, &m) < 0)
 			return false;
 		promised = m;
 	}
@@ -362,11 +362,11 @@ static void hold_range(uintptr_t a, size_t len, size_t page, void *arg)
 	int r;
 	if (hold[0] < 0)
 		return;
-	r = sp_os->ioctl(hold[0], UFFDIO_REGISTER, &reg);
+	r = life_uffd_register(hold[0], &reg);
 	if (r == 0)
-		r = sp_os->ioctl(hold[0], UFFDIO_WRITEPROTECT, &wp);
+		r = life_uffd_protect(hold[0], &wp);
 	if (r < 0) {
-		sp_os->close(hold[0]); /* its last close lifts what it protected */
+		life_close(hold[0]); /* its last close lifts what it protected */
 		hold[0] = r;
 	}
 }
@@ -375,14 +375,14 @@ static void hold_range(uintptr_t a, size_t len, size_t page, void *arg)
 static int open_uffd(void)
 {
 	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_WP_HUGETLBFS_SHMEM };
-	int fd = sp_os->userfaultfd(O_CLOEXEC | O_NONBLOCK);
+	int fd = life_uffd_new();
 	if (fd < 0)
 		return fd;
-	int r = sp_os->ioctl(fd, UFFDIO_API, &api);
+	int r = life_uffd_api(fd, &api);
 	if (r == 0 && !(api.features & UFFD_FEATURE_WP_HUGETLBFS_SHMEM))
 		r = -EOPNOTSUPP;
 	if (r < 0) {
-		sp_os->close(fd);
+		life_close(fd);
 		return r;
 	}
 	return fd;
@@ -428,7 +428,7 @@ static bool make_room(int hold)
 		say_moved((long)units);
 	}
 	if (held >= 0)
-		sp_os->close(held); /* the writes go on, on THP memory where a unit moved */
+		life_close(held); /* the writes go on, on THP memory where a unit moved */
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	count_all();
 	return has_room();
@@ -538,7 +538,7 @@ static void guard_disarm(void)
 static bool child_resident(uintptr_t p, size_t k)
 {
 	unsigned char v;
-	if (sp_os->mincore((void *)p, 4096, &v) < 0 || (v & 1))
+	if (life_resident((void *)p, 4096, &v) < 0 || (v & 1))
 		return true;
 	if (walked_resident(k))
 		rt_abort("after fork, the hugetlb page at %p that this child shared with its parent "
@@ -635,6 +635,7 @@ void fork_stats(struct rt_stats *st)
 	st->forks_shared = atomic_load(&n_shared);
 	st->fork_moved_units = atomic_load(&n_moved);
 	st->forks_short = atomic_load(&n_short);
+	st->fork_scanned_pages = atomic_load(&n_scanned);
 }
 
 void fork_share_child(void)
@@ -644,6 +645,7 @@ void fork_share_child(void)
 	atomic_store(&n_shared, 0); /* the child's account is its own */
 	atomic_store(&n_moved, 0);
 	atomic_store(&n_short, 0);
+	atomic_store(&n_scanned, 0);
 	fork_guard_copy();
 	guard_disarm();
 	fk.route = ROUTE_NONE;

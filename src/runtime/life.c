@@ -144,6 +144,7 @@ void rt_fork_child(void)
 	pack_fork_child();
 	rt_live_fork_child();
 	limits_fork_child();
+	dense_fork_child();
 	shm_fork_after();
 	stacks_fork_child();
 	errno = fork_errno;

@@ -59,8 +59,9 @@ struct rt_stats {
 	uint64_t brk_bytes, brk_peak;
 	bool brk_used, brk_emulated;
 	/* Forks that shared private hugetlb memory with the child (fork.c); heap units
-	 * moved to THP to make room in the pool for them; those short of room. */
-	uint64_t forks_shared, fork_moved_units, forks_short;
+	 * moved to THP to make room in the pool for them; those short of room; and the huge
+	 * pages whose presence their prepare asked the kernel (PAGEMAP_SCAN, mincore). */
+	uint64_t forks_shared, fork_moved_units, forks_short, fork_scanned_pages;
 	/* Limits (near_limit.c): the memory cgroup's version (0: none mounted) and its limit
 	 * where the room was least (0: none), the least room seen, the looks at it
 	 * (each reads the cgroup's files); times the heap came

@@ -13,15 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "runtime/common/xorshift.h"
 
 static uint64_t state = 0x2545f4914f6cdd1dull;
 
 static uint64_t next(void)
 {
-	state ^= state << 13;
-	state ^= state >> 7;
-	state ^= state << 17;
-	return state;
+	return xorshift64(&state);
 }
 
 /* Mostly small blocks, some up to 64 KiB: a heap, not a few big arrays. */

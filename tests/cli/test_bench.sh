@@ -68,6 +68,7 @@ test_interrupt_restores() {
 	can_run $name root || return
 	remember "$d/nr_hugepages"
 	before=$(cat "$d/nr_hugepages")
+	: >"$tmp/err" # (not a line an earlier test left, read before the job's redirection)
 	"$SP" bench --kernel fault=256M --backing 2m --setup-pools --repeat 50 >"$tmp/out" 2>"$tmp/err" &
 	pid=$!
 	for _ in $(seq 100); do
@@ -494,6 +495,7 @@ test_pool_lock() {
 		fi
 	fi
 	before=$(cat "$d/nr_hugepages")
+	: >"$tmp/err" # (not a line an earlier test left, read before the job's redirection)
 	env -u SP_POOL_LOCKED "$SP" bench --kernel gups=8M --backing 2m --setup-pools --repeat 1 \
 		>"$tmp/out" 2>"$tmp/err" &
 	pid=$!

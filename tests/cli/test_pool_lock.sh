@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# test_pool_lock.sh - the scripts and `superpage bench --setup-pools` take the pool
-# lock (/tmp/sp-pool.lock) unless a process above them holds it already, as
-# `flock /tmp/sp-pool.lock make compat` does: then they go on, where they used to wait
-# for themselves for ever. Another holder (not above them) is still waited for.
+# test_pool_lock.sh - the scripts (test scripts too, run by hand) and `superpage bench
+# --setup-pools` take the pool lock (/tmp/sp-pool.lock) unless a process above them
+# holds it already, as `flock /tmp/sp-pool.lock make compat` does: then they go on,
+# where they used to wait for themselves for ever. Another holder (not above them) is still waited for.
 # Usage: tests/cli/test_pool_lock.sh BUILD_DIR. Prints "PASS name", "FAIL name: why" or
 # "SKIP name: why" per test. Uses a lock file of its own (SP_POOL_LOCK_FILE), never the
 # machine's, and changes no pool.
@@ -43,6 +43,29 @@ if [ "$got" = "above above not not" ]; then
 else
 	fail pool_lock_shell "parent, grandparent, nobody, sibling: $got (want above above not not)"
 fi
+
+# A test script run by hand (tests/lib.sh) holds the lock: beside the holder it waits
+# and says so; run by tests/run.sh (SP_POOL_LOCKED=1), or under the holder's flock, it
+# runs at once.
+script=$tmp/test_by_hand.sh
+printf '. %q\necho ran\n' "$top/tests/lib.sh" >"$script"
+timeout 3 env -u SP_POOL_LOCKED SP_POOL_LOCK_FILE="$lock" bash "$script" >"$tmp/script.out" 2>"$tmp/script.err"
+waited="$? $(grep -c "test_by_hand.sh: waiting for $lock (another pool user runs)" "$tmp/script.err")"
+got="$(SP_POOL_LOCKED=1 SP_POOL_LOCK_FILE="$lock" timeout 10 bash "$script" 2>&1)"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+holder=''
+got="$got $(env -u SP_POOL_LOCKED SP_POOL_LOCK_FILE="$lock" flock "$lock" timeout 10 bash "$script" 2>&1)"
+if [ "$waited" != "124 1" ]; then
+	fail pool_lock_script_waits "beside the holder: exit and 'waiting' lines $waited (want 124 1): $(oneline "$tmp/script.err")"
+elif [ "$got" != "ran ran" ]; then
+	fail pool_lock_script_waits "with SP_POOL_LOCKED=1, then under the holder's flock: $got (want ran ran)"
+else
+	pass pool_lock_script_waits "a script by hand waits beside the holder, runs under it or run.sh"
+fi
+flock "$lock" sleep 60 &
+holder=$!
+for _ in $(seq 100); do [ -n "$(awk -v p=$holder '$5 == p' /proc/locks)" ] && break; sleep 0.1; done
 
 # superpage bench --setup-pools: under the holder's flock it runs on; beside another
 # holder it waits and says so.

@@ -16,9 +16,11 @@
 #include "check.h"
 #include "fake_kernel.h"
 #include "life.h"
+#include "malloc/central.h"
 #include "malloc/malloc.h"
 #include "pageheap/pageheap.h"
 #include "runtime.h"
+#include "runtime/common/xorshift.h"
 
 #define MB (1ul << 20)
 
@@ -438,9 +440,12 @@ static void test_bad_frees_abort(void)
 
 /* A write after free into the first word of a freed small object, while it waits in
  * the thread's cache or (three batches freed: the first went back) on its span's
- * list: no malloc of its class returns the address written; the child aborts at the
- * check of the link (malloc.h) instead. (The second object stays, and with it the span,
- * which would otherwise go back to the page heap empty, the write with it.) */
+ * list: no malloc of its class returns the address written. In the cache the write
+ * changes nothing malloc reads (the cache holds the objects' addresses, not links in
+ * them: malloc.c), and the next malloc gives the written object itself back; on the
+ * span the child aborts at the check of the link (central.c) instead. (The second
+ * object stays, and with it the span, which would otherwise go back to the page heap
+ * empty, the write with it.) */
 static char uaf_target[256] __attribute__((aligned(64)));
 static size_t uaf_size;
 static unsigned uaf_which; /* 0: the last freed (in the cache), 1: the first (on the span) */
@@ -463,20 +468,90 @@ static void freed_link_written(void)
 		char *q = rt_malloc(uaf_size);
 		if (q >= uaf_target && q < uaf_target + sizeof uaf_target)
 			_exit(3);
+		if (i == 0 && !uaf_which && q != (char *)w)
+			_exit(4);
 	}
 	_exit(0);
 }
 
-static void test_freed_link_written_aborts(void)
+static void test_freed_link_written_not_followed(void)
 {
 	const size_t sizes[] = { 16, 48, 200, 1024, 4000 };
 	for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
 		for (uaf_which = 0; uaf_which < 2; uaf_which++) {
 			uaf_size = sizes[k];
 			int st = child_status(freed_link_written);
-			CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+			if (uaf_which)
+				CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+			else
+				CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		}
 	}
+}
+
+/* Runs of small mallocs, then their frees in a random order, of one size a round,
+ * past a magazine's two batches both ways (it refills from the central lists, and
+ * gives its older batch back): every 16 steps the thread's magazines and the central
+ * lists recompute; no block's bytes change while it is in use (two blocks given out
+ * at once would write each other's); a child forked with full magazines finds them
+ * whole and allocates from them. */
+static uint64_t mag_x = 88172645463325252ull;
+
+static unsigned mag_next(unsigned n)
+{
+	return (unsigned)(xorshift64(&mag_x) % n);
+}
+
+static void mag_forked(void)
+{
+	if (malloc_cache_check() || central_check())
+		_exit(1);
+	for (int i = 0; i < 1200; i++)
+		if (!rt_malloc(100))
+			_exit(2);
+	_exit(malloc_cache_check() ? 3 : 0);
+}
+
+static void test_magazines_consistent(void)
+{
+	enum { MAX = 1200 };
+	static unsigned char *live[MAX];
+	const size_t sizes[] = { 16, 100, 1000, 3000, 4096, 40000 };
+	unsigned bad = 0, steps = 0;
+	const char *why = NULL;
+	for (unsigned round = 0; round < 36 && !why; round++) {
+		size_t len = sizes[round % 6];
+		unsigned n = 1 + mag_next(MAX);
+		for (unsigned i = 0; i < n; i++) {
+			live[i] = rt_malloc(len);
+			CHECK(live[i] != NULL);
+			fill(live[i], len, i);
+			if (++steps % 16 == 0 && !why && !(why = malloc_cache_check()))
+				why = central_check();
+		}
+		if (round == 7) {
+			int st = child_status(mag_forked);
+			CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		}
+		for (unsigned left = n; left > 0; left--) {
+			unsigned i = mag_next(left);
+			if (!check_fill(live[i], len, i))
+				bad++;
+			rt_free(live[i]);
+			if (i != left - 1) { /* (the last takes its place, and its seed) */
+				live[i] = live[left - 1];
+				if (!check_fill(live[i], len, left - 1))
+					bad++;
+				fill(live[i], len, i);
+			}
+			if (++steps % 16 == 0 && !why && !(why = malloc_cache_check()))
+				why = central_check();
+		}
+	}
+	if (why)
+		fprintf(stderr, "test_magazines_consistent: %s\n", why);
+	CHECK(why == NULL);
+	CHECK_EQ(bad, 0);
 }
 
 /* Bytes a program never wrote hold what the pages held before: on reused pages, a
@@ -729,8 +804,7 @@ static void *swap_thread(void *arg)
 	long *bad = arg;
 	uint64_t x = (uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ull | 1;
 	for (int i = 0; i < 20000; i++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		uint64_t tag = x;
+		uint64_t tag = xorshift64(&x);
 		size_t n = swap_size(tag);
 		unsigned char *p = rt_malloc(n);
 		if (!p) {
@@ -947,7 +1021,8 @@ int main(void)
 	RUN(test_first_span_short);
 	RUN(test_calloc_zeroes);
 	RUN(test_bad_frees_abort);
-	RUN(test_freed_link_written_aborts);
+	RUN(test_freed_link_written_not_followed);
+	RUN(test_magazines_consistent);
 	RUN(test_stale_mark_not_freed);
 	RUN(test_hugetlb_into_refused_move);
 	RUN(test_realloc_grows_seldom_moves);

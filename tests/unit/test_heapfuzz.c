@@ -27,6 +27,7 @@
 #include "malloc/malloc.h"
 #include "pageheap/pageheap.h"
 #include "runtime.h"
+#include "runtime/common/xorshift.h"
 
 #define MB ((size_t)1 << 20)
 #define POOL 40
@@ -229,6 +230,8 @@ static const char *consistent(void)
 		why = fit_check();
 	if (!why)
 		why = central_check();
+	if (!why)
+		why = malloc_cache_check();
 	return why;
 }
 
@@ -272,9 +275,7 @@ static void make_input(uint64_t seed, uint8_t *buf, size_t len)
 {
 	uint64_t r = seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
 	for (size_t i = 0; i < len; i++) {
-		r ^= r << 13;
-		r ^= r >> 7;
-		r ^= r << 17;
+		xorshift64(&r);
 		buf[i] = (uint8_t)(r >> 24);
 	}
 }

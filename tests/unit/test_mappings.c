@@ -20,6 +20,7 @@
 #include "life.h"
 #include "malloc/malloc.h"
 #include "pageheap/units.h"
+#include "runtime/common/xorshift.h"
 
 #ifndef MADV_DONTNEED_LOCKED
 #define MADV_DONTNEED_LOCKED 24
@@ -96,10 +97,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return xorshift64(&rng);
 }
 
 static void m_reset(void)

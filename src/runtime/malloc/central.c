@@ -21,7 +21,7 @@
 #include "pageheap/pageheap.h"
 #include "runtime.h"
 
-#define MAX_OWNERS 256
+#define MAX_OWNERS CENTRAL_SLOTS
 
 struct spanlist {
 	struct span *head;
@@ -261,26 +261,22 @@ static void *span_next(const struct span *s, void *o)
 	return next;
 }
 
-/* Moves up to n - *got objects of span s onto *list (free ones first, then never
- * used ones), counting them in s->used and *got. A never used one's second word is
- * cleared: on pages used before, it may hold an old free mark (malloc.h). */
-static void take_from(struct span *s, size_t size, unsigned n, void **list, unsigned *got)
+/* Moves up to n - *got objects of span s into out[*got..n) (free ones first, then
+ * never used ones), counting them in s->used and *got. A never used one's second
+ * word is cleared: on pages used before, it may hold an old free mark (malloc.h). */
+static void take_from(struct span *s, size_t size, unsigned n, void **out, unsigned *got)
 {
 	while (*got < n && s->freelist) {
 		void *o = s->freelist;
 		s->freelist = span_next(s, o);
-		*(uintptr_t *)o = link_encode(o, *list);
-		*list = o;
-		(*got)++;
+		out[(*got)++] = o;
 		s->used++;
 	}
 	while (*got < n && s->bump < s->end) {
 		void *o = (void *)s->bump;
 		s->bump += size;
-		*(uintptr_t *)o = link_encode(o, *list);
 		((uintptr_t *)o)[1] = 0;
-		*list = o;
-		(*got)++;
+		out[(*got)++] = o;
 		s->used++;
 	}
 }
@@ -307,7 +303,6 @@ unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
 {
 	struct class_list *c = &lists.classes[cls];
 	size_t size = class_size(cls);
-	void *list = NULL;
 	unsigned got = 0;
 	pthread_mutex_t *m = lock_of(me, cls);
 	struct spanlist *mine = list_for(me, cls);
@@ -336,42 +331,34 @@ unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
 			set_owner(s, me);
 			list_add(mine, s);
 		}
-		take_from(s, size, n, &list, &got);
+		take_from(s, size, n, out, &got);
 		if (!s->freelist && s->bump >= s->end)
 			list_del(mine, s);
 	}
 	pthread_mutex_unlock(m);
-	*out = list;
 	return got;
 }
 
 /* A span left empty goes back to the page heap unless it is the last its owner has
  * of the class. */
-unsigned central_put(unsigned cls, void *list)
+void central_put(unsigned cls, void *const *objs, unsigned n)
 {
 	struct span *empty = NULL;
-	unsigned n = 0;
 	pthread_mutex_t *held = NULL;
-	void *prev = NULL;
-	while (list) {
-		/* o is on the range's writable pages (it is the cache's head, or its link
-		 * passed link_plausible, malloc.h); its span must be a small one of the class
-		 * that holds it. (Not its exact place: a link that reads as one not the
-		 * secret's noise was written by one who knows the secret.) */
-		void *o = list;
-		struct span *s = span_at((uintptr_t)o);
+	for (unsigned i = 0; i < n; i++) {
+		/* o was checked by free to be an object of its page's class; what a thread's
+		 * cache gives back is checked once more to be on the range's writable pages,
+		 * in a small span of the class, before its span is written (a cache written
+		 * over, outside the heap, would else write where it says). */
+		void *o = objs[i];
+		struct span *s = !SP_HARDEN || link_plausible(o) ? span_at((uintptr_t)o) : NULL;
 		if (SP_HARDEN && (!s || s->kind != SPAN_SMALL || s->cls != cls))
-			link_refused(prev, "free");
-		list = link_decode(o);
-		if (SP_HARDEN && !link_plausible(list) && list)
-			link_refused(o, "free");
-		prev = o;
+			cache_refused(cls, "free");
 		held = lock_span(s, held);
 		struct spanlist *l = list_for(owner_of(s), cls);
 		*(uintptr_t *)o = link_encode(o, s->freelist);
 		s->freelist = o;
 		s->used--;
-		n++;
 		if (!s->listed)
 			list_add(l, s);
 		if (s->used == 0 && l->n > 1) {
@@ -383,7 +370,6 @@ unsigned central_put(unsigned cls, void *list)
 	if (held)
 		pthread_mutex_unlock(held);
 	small_spans_free(empty);
-	return n;
 }
 
 /* ---------- fork (life.c calls these in its order) ---------- */

@@ -5,6 +5,7 @@
 
 #include "fit.h"
 #include "internal.h"
+#include "malloc/malloc_os.h"
 
 struct fit_arena fit_arenas[FIT_ARENAS];
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER; /* after an arena's */
@@ -17,8 +18,7 @@ void fit_meta_unlock(void) { pthread_mutex_unlock(&meta_lock); }
 static void *map_meta(size_t len)
 {
 	void *m;
-	if (sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
+	if (malloc_map_lazy(len, &m) < 0)
 		return NULL;
 	return m;
 }

@@ -22,6 +22,7 @@
 
 #include "internal.h"
 #include "malloc/malloc.h"
+#include "malloc/malloc_os.h"
 #include "runtime.h"
 
 enum foreign_kind {
@@ -161,13 +162,12 @@ static void classify_mapped(uintptr_t a, struct foreign *f)
 {
 	struct sp_lines *l;
 	void *m;
-	if (sp_os->mmap(NULL, sizeof *l, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
-			&m) < 0)
+	if (malloc_map(sizeof *l, &m) < 0)
 		return;
 	l = m;
-	int fd = sp_os->open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+	int fd = malloc_maps_open();
 	if (fd < 0) {
-		sp_os->munmap(m, sizeof *l);
+		malloc_unmap(m, sizeof *l);
 		return;
 	}
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
@@ -182,7 +182,7 @@ static void classify_mapped(uintptr_t a, struct foreign *f)
 		found = true;
 		break;
 	}
-	sp_os->close(fd);
+	malloc_close(fd);
 	if (r < 0) {
 		/* (an unread file says nothing) */
 	} else if (!found) {
@@ -207,7 +207,7 @@ static void classify_mapped(uintptr_t a, struct foreign *f)
 		f->why = !strcmp(map.path, "[heap]") ? "in the program break, which no malloc uses"
 			: "in a mapping no malloc made";
 	}
-	sp_os->munmap(m, sizeof *l);
+	malloc_unmap(m, sizeof *l);
 }
 
 /* Where p lies: a loaded object's image (its globals, text, constants), else what

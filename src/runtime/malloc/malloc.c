@@ -6,36 +6,46 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 
 #include "central.h"
 #include "internal.h"
 #include "life.h"
 #include "malloc/malloc.h"
+#include "malloc/malloc_os.h"
 #include "pageheap/pageheap.h"
 #include "runtime.h"
 
 /* ---------- per-thread caches ---------- */
 
 enum { TC_NEW = 0, TC_LIVE, TC_DEAD };
-/* A class's list in a thread's cache: the objects malloc takes first (the last
- * freed), at most a batch, and how many more it may take: a batch less what it
- * holds; 0 in a cache that is not live, whose frees all go the long way. */
+/* A class's magazine in a thread's cache: the objects malloc takes first (the last
+ * freed) as an array of their addresses, in a block of the thread's outside the heap
+ * (its slots below), so that no object a cache holds carries a link: a write after
+ * free into one changes nothing malloc reads, and a pop neither decodes nor checks.
+ * top: the last object put in; the slot below the first is NULL, the magazine's
+ * bottom, so that a pop that reads NULL finds it empty. end: its last slot, at which
+ * a free goes the long way. A cache that is not live (or has no block) has every
+ * class at mag_none, top and end: every malloc and free of it goes the long way. */
 struct tc_list {
-	void *head;
-	uint32_t room;
+	void **top;
+	void **end;
 };
 _Static_assert(sizeof(struct tc_list) == sizeof(struct class_info),
-	       "a page's info indexes a cache's lists as it indexes class_info");
+	       "a page's info indexes a cache's magazines as it indexes class_info");
+static void *const mag_none = NULL;
+#define MAG_NONE ((void **)&mag_none)
 struct tcache {
-	/* Class c's list at list[1 + c], as class_info[] (malloc.h): free finds both at
-	 * the offset its page's info holds. list[0] is no class's, and never has room.
-	 * Per class also a spare batch: a free into a full list makes it the spare
-	 * (the spare before, the coldest objects, goes back to the spans); malloc from
-	 * an empty list takes the spare. So a class whose mallocs and frees balance
-	 * moves whole lists back and forth, and only a run of either reaches the spans. */
+	/* Class c's magazine at list[1 + c], as class_info[] (malloc.h): free finds both
+	 * at the offset its page's info holds. list[0] is no class's, and stays at
+	 * mag_none. A class's magazine holds two batches: malloc from an empty one takes
+	 * a batch from the central lists; a free into a full one gives the older batch
+	 * back (the coldest objects), the newer moved down. So a class whose mallocs and
+	 * frees balance stays in its magazine, and only a run of either reaches the
+	 * spans. */
 	struct tc_list list[1 + NCLASS];
-	void *spare[NCLASS];
+	void **mag;                  /* the magazines' block, NULL for none */
 	int state;
 	unsigned owner;              /* its slot (1 + index), 0 for none */
 	/* Not yet added to the global counts: added when they reach FLUSH_BYTES or
@@ -43,7 +53,24 @@ struct tcache {
 	int64_t d_in_use;
 	uint64_t d_mallocs, d_frees;
 };
-static __thread struct tcache tc;
+/* (Initialised, not zero: a zero magazine's top would be NULL, which a pop reads.) */
+static __thread struct tcache tc = { .list = { [0 ... NCLASS] = { MAG_NONE, MAG_NONE } } };
+
+/* Where class c's magazine starts in a thread's block, in slots (its bottom, then two
+ * batches), and the block's bytes. A thread with a slot keeps the block in the
+ * slot's place for the next thread that takes the slot (its bottoms stay NULL: no
+ * write reaches them), so threads that come and go map none; a thread without a slot
+ * maps one of its own and unmaps it as it exits. The block is address space until a
+ * class is used: each class's magazine is resident as it is, up to 4 KiB (two
+ * batches of 255 objects of 16 bytes). */
+static uint32_t mag_at[NCLASS];
+static size_t mag_bytes;
+static void **slot_mag[CENTRAL_SLOTS];
+
+static unsigned mag_size(unsigned c)
+{
+	return 2 * class_batch(c);
+}
 
 /* The calling thread's cache, addressed from the thread pointer: list entries at an
  * offset (free's page info) in one step, where &tc would add the thread pointer
@@ -112,11 +139,25 @@ static void flush_counts(struct tcache *t, bool all)
 	}
 }
 
-/* Gives the objects of list back to the central lists, for thread cache t. */
-static void put_back(unsigned cls, void *list, struct tcache *t)
+/* Gives the n objects of objs[] back to the central lists, for thread cache t. */
+static void put_back(unsigned cls, void *const *objs, unsigned n, struct tcache *t)
 {
-	unsigned n = central_put(cls, list);
+	central_put(cls, objs, n);
 	count_by(t, -(int64_t)n * (int64_t)class_size(cls));
+}
+
+/* The magazines' block for a thread of slot owner (0: none); NULL if it cannot be
+ * mapped (the thread then has no cache of small objects). */
+static void **mag_get(unsigned owner)
+{
+	if (owner && slot_mag[owner - 1])
+		return slot_mag[owner - 1];
+	void *m;
+	if (malloc_map_lazy(mag_bytes, &m) < 0)
+		return NULL;
+	if (owner)
+		slot_mag[owner - 1] = m;
+	return m;
 }
 
 static void thread_exit(void *arg)
@@ -124,13 +165,16 @@ static void thread_exit(void *arg)
 	struct tcache *t = arg;
 	for (unsigned c = 0; c < NCLASS; c++) {
 		struct tc_list *l = &t->list[1 + c];
-		if (l->head)
-			put_back(c, l->head, t);
-		if (t->spare[c])
-			put_back(c, t->spare[c], t);
-		l->head = t->spare[c] = NULL;
-		l->room = 0;
+		if (t->mag) {
+			void **first = t->mag + mag_at[c] + 1;
+			if (l->top >= first)
+				put_back(c, first, (unsigned)(l->top - first + 1), t);
+		}
+		l->top = l->end = MAG_NONE;
 	}
+	if (t->mag && !t->owner)
+		malloc_unmap(t->mag, mag_bytes);
+	t->mag = NULL;
 	count_by(t, -(int64_t)fit_cache_flush(true));
 	flush_counts(t, true);
 	t->state = TC_DEAD;
@@ -173,6 +217,12 @@ static void keys_init(void)
 bool malloc_init(void)
 {
 	keys_init();
+	size_t at = 0;
+	for (unsigned c = 0; c < NCLASS; c++) {
+		mag_at[c] = (uint32_t)at;
+		at += 1 + mag_size(c);
+	}
+	mag_bytes = (at * sizeof(void *) + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
 	rt_check = rt_options()->check;
 	return pthread_key_create(&exit_key, thread_exit) == 0;
 }
@@ -185,64 +235,75 @@ static inline struct tcache *tc_get(void)
 	if (tc.state == TC_DEAD)
 		return NULL;
 	tc.state = TC_LIVE;
-	for (unsigned c = 0; c < NCLASS; c++) /* (the checking mode keeps none: check.c) */
-		tc.list[1 + c].room = rt_check ? 0 : class_batch(c);
 	tc.owner = central_claim();
+	tc.mag = rt_check ? NULL : mag_get(tc.owner); /* (the checking mode keeps none: check.c) */
+	for (unsigned c = 0; tc.mag && c < NCLASS; c++) {
+		tc.list[1 + c].top = tc.mag + mag_at[c];
+		tc.list[1 + c].end = tc.mag + mag_at[c] + mag_size(c);
+	}
 	pthread_setspecific(exit_key, &tc);
 	return &tc;
 }
 
+/* Counts a malloc or free of a block past the objects' classes, and the bytes it took
+ * out of the heap (or gave back): on the counts of thread cache t while it is live (t:
+ * tc_get()), so that two threads' blocks do not share a line (a global count on
+ * every realloc of bench/kernels/malloc realloc took 4% of its time with 2 threads). */
+static void count_call(struct tcache *t, bool is_malloc, int64_t bytes)
+{
+	count_by(t, bytes);
+	if (!t) {
+		atomic_fetch_add_explicit(is_malloc ? &counts.mallocs : &counts.frees, 1, memory_order_relaxed);
+		return;
+	}
+	if (is_malloc)
+		t->d_mallocs++;
+	else
+		t->d_frees++;
+	flush_counts(t, false);
+}
+
 /* ---------- small objects ---------- */
 
-/* The slow half of a small malloc: refill the cache from the central list (whose
- * list is empty, or leads to no object: tc_pop). */
+/* The slow half of a small malloc: refill the class's magazine from the central
+ * list (it is empty: tc_pop), or an object alone for a thread without one. */
 static __attribute__((noinline)) void *small_refill(unsigned cls)
 {
 	struct tcache *t = tc_get();
-	void *list;
-	unsigned n;
-	if (t && t->list[1 + cls].head)
-		list_refused(t->list[1 + cls].head, cls);
-	if (t && t->spare[cls]) { /* a whole batch, in the cache already */
-		list = t->spare[cls];
-		t->spare[cls] = NULL;
-		n = class_batch(cls);
+	void *o;
+	if (!t || !t->mag) {
+		if (central_take(t ? t->owner : 0, cls, 1, &o) == 0)
+			return NULL;
+		count_call(t, true, (int64_t)class_size(cls));
 	} else {
-		n = central_take(t ? t->owner : 0, cls, t ? class_batch(cls) : 1, &list);
+		struct tc_list *l = &t->list[1 + cls];
+		void **bottom = t->mag + mag_at[cls];
+		if (l->top != bottom) /* (a NULL above the bottom) */
+			cache_refused(cls, "malloc");
+		unsigned n = central_take(t->owner, cls, class_batch(cls), bottom + 1);
 		if (n == 0)
 			return NULL;
 		count_by(t, (int64_t)(n * class_size(cls)));
-	}
-	void *o = list;
-	if (t) {
-		/* (the next is checked as it is taken, tc_pop) */
-		t->list[1 + cls].head = link_decode(o);
-		t->list[1 + cls].room = class_batch(cls) - (n - 1);
+		o = bottom[n];
+		l->top = bottom + n - 1;
 		t->d_mallocs++;
 		flush_counts(t, false);
-	} else {
-		atomic_fetch_add_explicit(&counts.mallocs, 1, memory_order_relaxed);
 	}
 	((uintptr_t *)o)[1] = 0;
 	return o;
 }
 
-/* An object of the class at offset at of the thread's lists (as in class_info[]) from
- * this thread's cache; NULL if it has none, or if its list leads to no object
- * (small_refill then aborts). The object is checked before it is read or given out
- * (link_plausible, malloc.h), not each link as it is read: the same safety (what a
- * write after free put in a link is refused before anything is taken from it), and
- * the test for an empty list is the check's own. One check per object taken, not one
- * per link read: this pop is malloc's hottest path. */
+/* An object of the class at offset at of the thread's magazines (as in class_info[])
+ * from this thread's cache; NULL if it has none. */
 static inline void *tc_pop_at(size_t at)
 {
 	tc_here *t = TC_HERE;
 	tc_list_here *l = (tc_list_here *)((uintptr_t)t->list + at);
-	void *o = l->head;
-	if (__builtin_expect(!link_plausible(o), 0))
+	void **top = l->top;
+	void *o = *top;
+	if (__builtin_expect(o == NULL, 0))
 		return NULL;
-	l->head = link_decode(o);
-	l->room++;
+	l->top = top - 1;
 	t->d_mallocs++;
 	((uintptr_t *)o)[1] = 0;
 	return o;
@@ -260,7 +321,8 @@ static inline void *small_alloc(unsigned cls)
 }
 
 /* The slow half of a small free (small_free checked p; its free mark is set here,
- * after the checking mode's look at the bytes it lies on). */
+ * after the checking mode's look at the bytes it lies on): into a full magazine, or
+ * with no magazine. */
 static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 {
 	if (rt_check) {
@@ -269,28 +331,22 @@ static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 	}
 	((uintptr_t *)p)[1] = free_mark(p);
 	struct tcache *t = tc_get();
-	if (!t) {
-		*(uintptr_t *)p = link_encode(p, NULL);
-		put_back(cls, p, NULL);
-		atomic_fetch_add_explicit(&counts.frees, 1, memory_order_relaxed);
+	if (!t || !t->mag) {
+		central_put(cls, &p, 1);
+		count_call(t, false, -(int64_t)class_size(cls));
 		return;
 	}
 	t->d_frees++;
 	struct tc_list *l = &t->list[1 + cls];
-	if (l->room) { /* the first free of a thread */
-		*(uintptr_t *)p = link_encode(p, l->head);
-		l->head = p;
-		l->room--;
-		return;
+	if (l->top == l->end) { /* (else the first free of a thread) */
+		/* The older batch goes back, the newer moves down. */
+		unsigned b = class_batch(cls);
+		void **first = t->mag + mag_at[cls] + 1;
+		put_back(cls, first, b, t);
+		memmove(first, first + b, (mag_size(cls) - b) * sizeof *first);
+		l->top -= b;
 	}
-	/* The list is full: it becomes the spare, and the spare goes back. */
-	void *give = t->spare[cls];
-	t->spare[cls] = l->head;
-	*(uintptr_t *)p = link_encode(p, NULL);
-	l->head = p;
-	l->room = class_batch(cls) - 1;
-	if (give)
-		put_back(cls, give, t);
+	*++l->top = p;
 	flush_counts(t, false);
 }
 
@@ -303,14 +359,13 @@ static __attribute__((noinline, cold)) void small_refused(const void *p, const c
 	rt_abort("%s(): %s of %p", fn, fn[0] == 'f' ? "double free" : "a freed block", p);
 }
 
-/* (Neither says what a bad link decodes to: with the address that was written, that
- * would give the secret away to whoever reads the line, and a forked sibling keeps
- * it.) */
-void list_refused(const void *p, unsigned cls)
+/* (Neither says what a bad link or object is: with the address that was written,
+ * that would give the secret away to whoever reads the line, and a forked sibling
+ * keeps it.) */
+void cache_refused(unsigned cls, const char *fn)
 {
-	(void)p;
-	rt_abort("malloc(): corrupted free list of %zu-byte blocks: a freed block was written "
-		 "after its free", class_size(cls));
+	rt_abort("%s(): corrupted cache of %zu-byte blocks: a thread's cache was written over",
+		 fn, class_size(cls));
 }
 
 void link_refused(const void *slot, const char *fn)
@@ -333,8 +388,8 @@ static inline void small_check(uint64_t info, void *p, const char *fn)
 		small_refused(p, fn, false);
 }
 
-/* Frees small object p (info_fits() it) given its page's info: into the cache's list
- * at the offset the info holds. */
+/* Frees small object p (info_fits() it) given its page's info: into the cache's
+ * magazine at the offset the info holds. */
 static inline void small_free(uint64_t info, void *p)
 {
 	uintptr_t mark = free_mark(p);
@@ -342,11 +397,11 @@ static inline void small_free(uint64_t info, void *p)
 		small_refused(p, "free", false);
 	tc_here *t = TC_HERE;
 	tc_list_here *l = (tc_list_here *)((uintptr_t)t->list + (info >> 32));
-	if (__builtin_expect(l->room != 0, 1)) {
+	void **top = l->top;
+	if (__builtin_expect(top != l->end, 1)) {
 		((uintptr_t *)p)[1] = mark;
-		*(uintptr_t *)p = link_encode(p, l->head);
-		l->head = p;
-		l->room--;
+		*++top = p;
+		l->top = top;
 		t->d_frees++;
 		return;
 	}
@@ -360,26 +415,8 @@ static size_t span_usable(const struct span *s)
 	return s->kind == SPAN_SMALL ? class_size(s->cls) : s->npages << PAGE_SHIFT;
 }
 
-/* Counts a malloc or free of a block past the objects' classes, and the bytes it took
- * out of the heap (or gave back): on the counts of thread cache t while it is live (t:
- * tc_get()), so that two threads' blocks do not share a line (a global count on
- * every realloc of bench/kernels/malloc realloc took 4% of its time with 2 threads). */
-static void count_call(struct tcache *t, bool is_malloc, int64_t bytes)
-{
-	count_by(t, bytes);
-	if (!t) {
-		atomic_fetch_add_explicit(is_malloc ? &counts.mallocs : &counts.frees, 1, memory_order_relaxed);
-		return;
-	}
-	if (is_malloc)
-		t->d_mallocs++;
-	else
-		t->d_frees++;
-	flush_counts(t, false);
-}
-
 /* A block above SMALL_MAX: a run of pages, or whole units (whole: always units). */
-static void *big_alloc(size_t size, size_t align, bool *clean, bool whole)
+static void *big_alloc(size_t size, size_t align, uint8_t *clean, bool whole)
 {
 	struct span *s = NULL;
 	bool run = !whole && pages_is_run(size, align);
@@ -420,12 +457,12 @@ static void *fit_block(size_t size)
 	return p;
 }
 
-static void *alloc(size_t size, bool *clean)
+static void *alloc(size_t size, uint8_t *clean)
 {
 	if (__builtin_expect(!rt_init(), 0))
 		return NULL;
 	if (clean)
-		*clean = rt_check;
+		*clean = rt_check ? SPAN_CLEAN : 0;
 	if (rt_check)
 		return check_alloc(size, MIN_ALIGN, clean != NULL);
 	if (size <= FIT_MIN)
@@ -557,14 +594,13 @@ void *rt_calloc(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	bool clean;
+	uint8_t clean;
 	void *p = alloc(total, &clean);
 	if (!p) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!clean)
-		memset(p, 0, total);
+	zero_unknown(clean, p, total);
 	return p;
 }
 
@@ -746,8 +782,12 @@ void *heap_take(size_t size, size_t align, size_t *usable, bool *clean, bool *sm
 		count_call(t, true, (int64_t)class_size(c));
 		*usable = class_size(c);
 		*small = true;
-	} else if ((p = big_alloc(size, align > PAGE_SIZE ? align : PAGE_SIZE, clean, false))) {
-		*usable = span_usable(heap_span(p));
+	} else {
+		uint8_t c8;
+		if ((p = big_alloc(size, align > PAGE_SIZE ? align : PAGE_SIZE, &c8, false))) {
+			*usable = span_usable(heap_span(p));
+			*clean = c8 == SPAN_CLEAN; /* (the checking mode zeroes a block whole) */
+		}
 	}
 	return p;
 }
@@ -758,8 +798,7 @@ void heap_give(void *p)
 	struct tcache *t = tc_get();
 	if (info) {
 		unsigned c = info_class(info);
-		*(uintptr_t *)p = link_encode(p, NULL);
-		central_put(c, p);
+		central_put(c, &p, 1);
 		count_call(t, false, -(int64_t)class_size(c));
 		return;
 	}
@@ -770,6 +809,51 @@ void heap_give(void *p)
 	}
 	count_call(t, false, -(int64_t)span_usable(s));
 	pages_free(s);
+}
+
+/* ---------- the check ---------- */
+
+/* a[0..n) in ascending order (a shell sort: the check below must not call malloc). */
+static void sort_addresses(uintptr_t *a, unsigned n)
+{
+	for (unsigned gap = n / 2; gap > 0; gap /= 2)
+		for (unsigned i = gap; i < n; i++)
+			for (unsigned j = i; j >= gap && a[j - gap] > a[j]; j -= gap) {
+				uintptr_t x = a[j];
+				a[j] = a[j - gap];
+				a[j - gap] = x;
+			}
+}
+
+const char *malloc_cache_check(void)
+{
+	uintptr_t seen[2 * 255];
+	for (unsigned c = 0; c <= NCLASS; c++) {
+		const struct tc_list *l = &tc.list[c];
+		if (c == 0 || !tc.mag) {
+			if (l->top != MAG_NONE || l->end != MAG_NONE)
+				return "a cache with no magazine (or class 0) is not at mag_none";
+			continue;
+		}
+		void **bottom = tc.mag + mag_at[c - 1];
+		if (l->end != bottom + mag_size(c - 1) || l->top < bottom || l->top > l->end)
+			return "a magazine's top or end is outside it";
+		if (*bottom)
+			return "a magazine's bottom is not NULL";
+		unsigned n = (unsigned)(l->top - bottom);
+		for (unsigned i = 0; i < n; i++) {
+			uintptr_t a = (uintptr_t)bottom[1 + i] - heap_hot.base;
+			uint64_t info = page_info(a);
+			if (!info || info_class(info) != c - 1 || !info_fits(info, a))
+				return "an object in a magazine is no object of its class";
+			seen[i] = a;
+		}
+		sort_addresses(seen, n);
+		for (unsigned i = 1; i < n; i++)
+			if (seen[i] == seen[i - 1])
+				return "an object is in a magazine twice";
+	}
+	return NULL;
 }
 
 /* The forking thread's slot (1 + index; 0: none), which a child keeps (life.c). */

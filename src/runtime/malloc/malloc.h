@@ -127,31 +127,25 @@ static inline uint64_t page_info(uintptr_t a)
 	return __atomic_load_n(&heap_hot.pageinfo[pg], __ATOMIC_ACQUIRE);
 }
 
-/* SP_HARDEN=0 (make SP_HARDEN=0, for bench/compare.sh only) builds the lists with plain
- * links and no checks, to measure what the hardening costs; the default is 1. */
+/* SP_HARDEN=0 (make SP_HARDEN=0, for bench/compare.sh only) builds the spans' free
+ * lists with plain links and no checks, to measure what the hardening costs; the
+ * default is 1. */
 #ifndef SP_HARDEN
 #define SP_HARDEN 1
 #endif
 
-/* A free list's link as a freed small object holds it in its first word (the
- * threads' caches, the batches between them and the spans, the spans' own lists):
- * the next object's address mangled with a secret of the process and the object's
- * own address, as glibc's safe-linking mangles with the address alone and mimalloc
- * its lists with keys. A stray write into a freed object (a use after free) then
- * cannot name an address of its choosing: what it wrote reads back as noise, which
- * is refused before anything is taken from it (link_plausible below, as the threads'
- * caches pop; central.c checks each link it walks against the span); and a link
- * copied into another object reads as another address there. (The whole address,
- * not glibc's address >> 12: the secret already hides every bit, and the shift cost
- * malloc's common path two instructions.) */
+/* A span's free list's link as a freed small object on it holds it in its first word
+ * (central.c; the threads' caches hold no links: their objects are in arrays of
+ * pointers outside the heap, malloc.c): the next object's address mangled with a
+ * secret of the process and the object's own address, as glibc's safe-linking
+ * mangles with the address alone and mimalloc its lists with keys. A stray write into
+ * a freed object on a span (a use after free) then cannot name an address of its
+ * choosing: what it wrote reads back as noise, which is refused as the list is walked
+ * (every link is checked to be an object of the span: span_next, central.c); and a
+ * link copied into another object reads as another address there. */
 static inline uintptr_t link_mask(const void *slot)
 {
-	uintptr_t mask = (uintptr_t)slot ^ heap_hot.link_key;
-	/* (The mask is made whole before it meets the link, which a pop loads last and a
-	 * push reads from the cache last: the link then waits for one xor, not two. The
-	 * empty asm keeps the compiler from taking the xors in another order.) */
-	__asm__("" : "+r"(mask));
-	return mask;
+	return (uintptr_t)slot ^ heap_hot.link_key;
 }
 
 static inline uintptr_t link_encode(const void *slot, const void *next)
@@ -168,30 +162,25 @@ static inline void *link_decode(const void *slot)
 	return (void *)(*(const uintptr_t *)slot ^ link_mask(slot));
 }
 
-/* The check of the threads' caches, which pop in a few instructions: an object read
- * from a list is 16-byte aligned on the range's writable pages before it is read or
- * given out. (Rotated right by 4, an offset that is not a multiple of 16 has its low
- * bits on top and reads as past the range's top: one compare, with the top counted in
- * 16-byte steps, checks both. NULL is refused too, its offset being above any range:
- * the caches' test for an empty list is this one, and the check costs malloc three
- * instructions and no branch. The top is read plainly, not as an atomic, so that the
- * compare takes it from memory: it is one aligned word, stored as the range grows,
- * before the page heap's lock hands out any span on the pages it adds.) */
+/* Whether p is 16-byte aligned on the range's writable pages: what central_put checks
+ * of each object a thread's cache gives back before it reads the object's span.
+ * (Rotated right by 4, an offset that is not a multiple of 16 has its low bits on top
+ * and reads as past the range's top: one compare, with the top counted in 16-byte
+ * steps, checks both; NULL fails it too.) */
 static inline bool link_plausible(const void *p)
 {
-	if (!SP_HARDEN)
-		return p != NULL;
 	uintptr_t a = (uintptr_t)p - heap_hot.base;
 	a = (a >> 4) | (a << 60);
-	return a < heap_hot.top_granules;
+	return a < __atomic_load_n(&heap_hot.top_granules, __ATOMIC_RELAXED);
 }
 
 /* Ends the process on a link that failed its check, read from the freed object slot
  * in fn (malloc, free). */
 __attribute__((noreturn, cold)) void link_refused(const void *slot, const char *fn);
-/* The same for a thread cache's list of class cls that leads to p, no object (not
- * said: see malloc.c). */
-__attribute__((noreturn, cold)) void list_refused(const void *p, unsigned cls);
+/* The same for a thread's cache of class cls that was written over (an object in it
+ * that is none of the class's, or a hole under its top), named in fn (not said: see
+ * malloc.c). */
+__attribute__((noreturn, cold)) void cache_refused(unsigned cls, const char *fn);
 
 /* ---- blocks fitted to 64 bytes (fit.c) ---- */
 #define FIT_MIN 4096ul             /* blocks above this size, */
@@ -251,6 +240,10 @@ size_t rt_usable_size(const void *p);
 bool malloc_init(void);
 /* The calling thread's slot in the central lists (1 + index; 0: none). */
 unsigned malloc_thread_slot(void);
+/* The calling thread's magazines (malloc.c) recomputed, for the tests: each between its
+ * bottom and its end, its bottom NULL, every object in it an object of its class, none
+ * twice; the first thing wrong, or NULL. */
+const char *malloc_cache_check(void);
 
 /* ---- the checking mode (check.c; --check, SUPERPAGE_CHECK) ---- */
 /* Set once at the start (malloc_init), never changed: the threads' caches then hold

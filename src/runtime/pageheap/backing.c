@@ -10,6 +10,8 @@
 #include "bits.h"
 #include "internal.h"
 #include "life.h"
+#include "malloc/malloc.h"
+#include "pageheap/unit_os.h"
 #include "units.h"
 
 /* The hugetlb rungs refused lately (rung.c): 2m for runs as large as one refused,
@@ -23,11 +25,11 @@ void plain_units(size_t u, size_t n)
 {
 	void *out;
 	size_t len = n << UNIT_SHIFT;
-	if (sp_os->mmap((void *)unit_addr(u), len, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0, &out) < 0)
-		rt_abort("cannot map the heap's memory at %p back (%zu bytes)", (void *)unit_addr(u),
-			 len);
-	sp_os->madvise(out, len, range_advice());
+	int r = unit_map_plain((void *)unit_addr(u), len, &out);
+	if (r < 0)
+		rt_abort("cannot map the heap's memory at %p back (%zu bytes, errno %d)",
+			 (void *)unit_addr(u), len, -r);
+	unit_advise(out, len, range_advice());
 	chunk_forget(u, n);
 }
 
@@ -306,7 +308,7 @@ int unit_advice(size_t u)
 }
 
 /* Whether auto makes dense units huge now: promoted, and not near a memory limit. */
-static bool dense_on(void)
+bool dense_on(void)
 {
 	return pg.small_first && atomic_load(&pg.promoted) &&
 	       !atomic_load_explicit(&pg.near, memory_order_relaxed);
@@ -316,9 +318,9 @@ static bool dense_on(void)
  * unit with no pages faults in a huge page; one with pages is to be collapsed) and
  * counted as THP. False if the kernel refused the advice (out of mappings): they stay
  * on base pages. Under the lock. */
-static bool units_make_huge(size_t u, size_t n)
+bool units_make_huge(size_t u, size_t n)
 {
-	if (sp_os->madvise((void *)unit_addr(u), n << UNIT_SHIFT, MADV_HUGEPAGE) < 0)
+	if (unit_want_huge((void *)unit_addr(u), n << UNIT_SHIFT, true) < 0)
 		return false;
 	for (size_t i = u; i < u + n; i++) {
 		struct unit *x = &pg.units[i];
@@ -335,11 +337,11 @@ static bool units_make_huge(size_t u, size_t n)
 
 /* Units [u, u+n), taken again on base pages, lose the MADV_HUGEPAGE advice an
  * earlier use left them (a unit given back keeps its advice). Under the lock. */
-static void units_make_small(size_t u, size_t n)
+void units_make_small(size_t u, size_t n)
 {
 	for (size_t i = u; i < u + n; i++)
 		if (pg.units[i].huge && pg.units[i].backing == SP_BACKING_4K) {
-			sp_os->madvise((void *)unit_addr(i), UNIT_SIZE, MADV_NOHUGEPAGE);
+			unit_want_huge((void *)unit_addr(i), UNIT_SIZE, false);
 			pg.units[i].huge = 0;
 		}
 }
@@ -353,6 +355,11 @@ static bool heap_unit_dense(const struct unit *x)
 	return used >= DENSE_PAGES && (!limits_on() || x->nfree * 8 <= PAGES_PER_UNIT);
 }
 
+/* Dense by touch (pg.touched): units given out whole, or mostly to long runs (blocks
+ * past MEDIUM_MAX), stay on base pages until DENSE_PAGES of their pages are resident
+ * (dense_look): a block a program was given is not a block it touches (a
+ * compressor's window sized for any input, a database's buffer pool). */
+#define LONG_RUN_PAGES (MEDIUM_MAX >> PAGE_SHIFT)
 /* auto: the units a run of pages [p, p+np) of the heap was just given in (clean: all
  * of them memory the kernel had not given yet). Those it made dense are made huge
  * (units_make_huge), and those of them that may hold pages (given out before it, or
@@ -373,9 +380,16 @@ void units_settle(size_t p, size_t np, bool clean, struct dense *d)
 			units_make_small(u, 1);
 			continue;
 		}
+		if (pg.touched && np > LONG_RUN_PAGES) {
+			/* (Dense by a long run's pages: huge when they are touched.) */
+			units_make_small(u, 1);
+			watch_unit(x);
+			continue;
+		}
 		size_t first = u * PAGES_PER_UNIT, from = p > first ? p - first : 0;
 		size_t to = p + np < first + PAGES_PER_UNIT ? p + np - first : PAGES_PER_UNIT;
 		bool held = PAGES_PER_UNIT - x->nfree > to - from;
+		x->watch = 0;
 		if (units_make_huge(u, 1) && (held || !clean) && d->n < DENSE_MAX)
 			d->u[d->n++] = u;
 	}
@@ -396,6 +410,17 @@ void units_settle_large(size_t u, size_t n)
 	if (!pg.small_first)
 		return;
 	bool on = dense_on();
+	if (on && pg.touched) {
+		/* (Huge when touched: dense_look. Units moved with their advice keep it.) */
+		for (size_t i = u; i < u + n; i++) {
+			struct unit *x = &pg.units[i];
+			if (is_hugetlb(x->backing) || (x->huge && x->backing == SP_BACKING_THP))
+				continue;
+			units_make_small(i, 1);
+			watch_unit(x);
+		}
+		return;
+	}
 	for (size_t i = u; i < u + n;) {
 		if (large_settled(&pg.units[i], on)) {
 			i++;
@@ -427,17 +452,21 @@ static struct {
 static _Atomic size_t later_n;
 static _Atomic uint64_t later_at;
 
-/* Tries to collapse unit u into a huge page, tries (1-3) times while the kernel finds
- * it busy; returns the last answer. A unit with no page touched yet is left to fault
+/* Tries to collapse the unit at a into a huge page, tries (1-3) times while the kernel
+ * finds it busy; returns the last answer. A unit with no page touched yet is left to fault
  * in huge (EINVAL). Advisory: a unit freed meanwhile is collapsed for nothing, never
  * harmed. Without the lock. */
-static int collapse_tries(size_t u, int tries)
+int collapse_at(uintptr_t a, int tries)
 {
 	int r;
-	for (int k = 1; (r = sp_os->madvise((void *)unit_addr(u), UNIT_SIZE, MADV_COLLAPSE)) ==
-			-EAGAIN && k < tries; k++)
+	for (int k = 1; (r = unit_collapse((void *)a, UNIT_SIZE)) == -EAGAIN && k < tries; k++)
 		;
 	return r;
+}
+
+static int collapse_tries(size_t u, int tries)
+{
+	return collapse_at(unit_addr(u), tries);
 }
 
 /* What became of a collapse of unit u, tried tries times before: a busy one goes
@@ -451,7 +480,7 @@ static void collapse_done(size_t u, int r, unsigned tries)
 			later.u[later.n] = u;
 			later.tries[later.n++] = (uint8_t)tries;
 			atomic_store(&later_n, later.n);
-			atomic_store(&later_at, sp_os->now_ns());
+			atomic_store(&later_at, heap_now_ns());
 		}
 		pthread_mutex_unlock(&pg.lock);
 		if (kept)
@@ -464,7 +493,7 @@ static void collapse_done(size_t u, int r, unsigned tries)
 	}
 }
 
-static void collapse_unit(size_t u)
+void collapse_unit(size_t u)
 {
 	collapse_done(u, collapse_tries(u, 3), 1);
 }
@@ -475,7 +504,7 @@ static void collapse_later(void)
 {
 	if (!atomic_load_explicit(&later_n, memory_order_relaxed))
 		return;
-	uint64_t now = sp_os->now_ns(), at = atomic_load(&later_at);
+	uint64_t now = heap_now_ns(), at = atomic_load(&later_at);
 	if (now - at < DENSE_NS || !atomic_compare_exchange_strong(&later_at, &at, now))
 		return;
 	size_t n, u[LATER_MAX];
@@ -512,14 +541,14 @@ void dense_collapse(const struct dense *d)
  * under it). */
 static bool heap_dense(size_t units)
 {
-	if (!sp_os->mincore)
+	if (!unit_resident_known())
 		return false;
 	/* (A look on growth leaves the next timed one where it was; each kind is
 	 * claimed by one thread at a time, and the promotion happens once.) */
 	size_t seen = atomic_load_explicit(&pg.dense_units, memory_order_relaxed);
 	bool grown = units > seen && atomic_compare_exchange_strong(&pg.dense_units, &seen, units);
 	if (!grown) {
-		uint64_t now = sp_os->now_ns(), at = atomic_load_explicit(&pg.dense_at, memory_order_relaxed);
+		uint64_t now = heap_now_ns(), at = atomic_load_explicit(&pg.dense_at, memory_order_relaxed);
 		if (now - at < DENSE_NS || !atomic_compare_exchange_strong(&pg.dense_at, &at, now))
 			return false;
 	}
@@ -543,7 +572,7 @@ static bool heap_dense(size_t units)
 	size_t absent = 0;
 	for (size_t i = 0; i < n; i++) {
 		/* (A unit given back meanwhile reads as not resident: no promotion for it.) */
-		if (sp_os->mincore((void *)unit_addr(in[i]), UNIT_SIZE, vec) < 0)
+		if (unit_resident((void *)unit_addr(in[i]), UNIT_SIZE, vec) < 0)
 			return false;
 		for (size_t p = 0; p < PAGES_PER_UNIT; p++)
 			absent += !(vec[p] & 1) && !(idle[i][p / 64] >> (p % 64) & 1);
@@ -566,6 +595,7 @@ void maybe_promote(void)
 {
 	limits_tick();
 	collapse_later();
+	dense_look();
 	if (atomic_load_explicit(&pg.near, memory_order_relaxed))
 		return;
 	size_t units = __atomic_load_n(&pg.st.units[SP_BACKING_4K], __ATOMIC_RELAXED);
@@ -582,7 +612,9 @@ void maybe_promote(void)
 		struct unit *x = &pg.units[u];
 		if (x->backing != SP_BACKING_4K)
 			continue;
-		if (x->state == U_LARGE || (x->state == U_HEAP && !x->mapping && heap_unit_dense(x)))
+		if (x->state == U_LARGE && pg.touched)
+			watch_unit(x);
+		else if (x->state == U_LARGE || (x->state == U_HEAP && !x->mapping && heap_unit_dense(x)))
 			units_make_huge(u, 1);
 	}
 	pthread_mutex_unlock(&pg.lock);
@@ -592,6 +624,7 @@ void maybe_promote(void)
 		if ((pg.units[u].state == U_HEAP || pg.units[u].state == U_LARGE) && pg.units[u].huge &&
 		    pg.units[u].backing == SP_BACKING_THP)
 			collapse_unit(u);
+	dense_look(); /* (the large blocks' units it watches now) */
 }
 
 /* Units [from, to) become read-write memory of the range, with its advice: made so
@@ -602,18 +635,16 @@ int claim_space(size_t from, size_t to)
 	size_t len = (to - from) << UNIT_SHIFT;
 	int r;
 	if (!pg.lazy) {
-		r = sp_os->mprotect(at, len, PROT_READ | PROT_WRITE);
+		r = unit_make_rw(at, len);
 	} else {
-		r = sp_os->mmap(at, len, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1,
-				0, &out);
+		r = unit_map_new(at, len, &out);
 		if (r == 0 && out != at) { /* (taken as a hint: something is there) */
-			sp_os->munmap(out, len);
+			unit_unmap(out, len);
 			r = -EEXIST;
 		}
 	}
 	if (r == 0) {
-		sp_os->madvise(at, len, range_advice());
+		unit_advise(at, len, range_advice());
 		for (size_t u = from; u < to; u++)
 			pg.units[u].huge = 0;
 	}
@@ -626,10 +657,9 @@ void unclaim_space(size_t from, size_t to)
 	void *at = (void *)unit_addr(from), *out;
 	size_t len = (to - from) << UNIT_SHIFT;
 	if (pg.lazy)
-		sp_os->munmap(at, len);
-	else if (sp_os->mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
-			     MAP_FIXED, -1, 0, &out) == 0)
-		sp_os->madvise(at, len, range_advice());
+		unit_unmap(at, len);
+	else if (unit_reserve(at, len, true, &out) == 0)
+		unit_advise(at, len, range_advice());
 	for (size_t u = from; u < to; u++)
 		pg.units[u].huge = 0;
 	chunk_forget(from, to - from);
@@ -641,10 +671,9 @@ bool restore_pages(size_t lo, size_t hi)
 {
 	void *at = (void *)(pg.base + (lo << PAGE_SHIFT)), *out;
 	size_t len = (hi - lo) << PAGE_SHIFT;
-	if (sp_os->mmap(at, len, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0, &out) < 0)
+	if (unit_map_plain(at, len, &out) < 0)
 		return false;
-	sp_os->madvise(at, len, unit_advice(lo / PAGES_PER_UNIT));
+	unit_advise(at, len, unit_advice(lo / PAGES_PER_UNIT));
 	return true;
 }
 
@@ -658,29 +687,26 @@ bool pages_copy_in(uintptr_t at, size_t len, const void *src)
 	/* Hold the hole first: the copy must not be placed in it, as a move between
 	 * overlapping ranges is refused. (Where the units are still mapped, this fails
 	 * harmlessly.) */
-	sp_os->mmap((void *)at, len, PROT_NONE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0, &hold);
+	unit_reserve((void *)at, len, false, &hold);
 	if (sp_map_aligned(len, UNIT_SIZE, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, &m) < 0)
 		return false;
 	uintptr_t a = (uintptr_t)m;
-	sp_os->madvise((void *)a, len, MADV_HUGEPAGE);
+	unit_want_huge((void *)a, len, true);
 	if (src)
 		memcpy((void *)a, src, len);
-	if (sp_os->mremap((void *)a, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at, &out) == 0)
+	if (unit_move((void *)a, len, (void *)at, false, &out) == 0)
 		return true;
 	/* Refused, perhaps after what was at at was unmapped (out of mappings): the
 	 * copy may be all that is left of it, and is put there by hand. */
-	bool put = sp_os->mmap((void *)at, len, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0,
-			       &out) == 0;
+	bool put = unit_map_plain((void *)at, len, &out) == 0;
 	if (put) {
-		sp_os->madvise((void *)at, len, MADV_HUGEPAGE);
+		unit_want_huge((void *)at, len, true);
 		memcpy((void *)at, (const void *)a, len);
 	}
-	sp_os->munmap((void *)a, len);
+	unit_unmap((void *)a, len);
 	/* (Not put, but still mapped as it was: nothing changed.) */
-	if (!put && sp_os->mprotect((void *)at, len, PROT_READ | PROT_WRITE) < 0)
+	if (!put && unit_make_rw((void *)at, len) < 0)
 		rt_abort("memory at %p could not be put back after a refused move", (void *)at);
 	return put;
 }
@@ -688,7 +714,6 @@ bool pages_copy_in(uintptr_t at, size_t len, const void *src)
 int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole)
 {
 	void *tmp, *out;
-	int huge = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (giga ? MAP_HUGE_1GB : MAP_HUGE_2MB);
 	*hole = false;
 	/* The pages forked children's copies may need are not the heap's to take. */
 	if (!fork_pool_spares(giga, len >> (giga ? 30 : UNIT_SHIFT)))
@@ -696,32 +721,31 @@ int pages_hugetlb_into(uintptr_t at, size_t len, bool giga, bool *hole)
 	enum sp_backing rung = giga ? SP_BACKING_1G : SP_BACKING_2M;
 	int r = sp_rung_cgroup_room(rung, len);
 	if (r == 0)
-		r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, huge, -1, 0, &tmp);
+		r = unit_map_hugetlb(len, giga, &tmp);
 	if (r < 0)
 		return r;
 	/* (Under a hugetlb cgroup limit, faulted in here: never a SIGBUS later.) */
 	if ((r = sp_rung_charge(rung, tmp, len)) < 0) {
-		sp_os->munmap(tmp, len);
+		unit_unmap(tmp, len);
 		return r;
 	}
-	r = sp_os->mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at, &out);
+	r = unit_move(tmp, len, (void *)at, false, &out);
 	if (r == 0)
 		return 0;
-	sp_os->munmap(tmp, len);
+	unit_unmap(tmp, len);
 	*hole = true;
 	/* This kernel sometimes refuses the move of a 1 GiB page with ENOMEM (seen here
 	 * with 1-2 runs in 8, the same again on every retry; a new mapping does not
 	 * help, it lands where the last one was). What was at at is unmapped by then:
 	 * map the pages into the hole directly, unless something else landed there. */
-	if (sp_os->mmap((void *)at, len, PROT_READ | PROT_WRITE, huge | MAP_FIXED_NOREPLACE, -1,
-			0, &out) < 0)
+	if (unit_map_hugetlb_at((void *)at, len, giga, &out) < 0)
 		return r;
 	if ((uintptr_t)out == at && sp_rung_charge(rung, out, len) == 0) {
 		*hole = false;
 		return 0;
 	}
 	/* (A kernel without MAP_FIXED_NOREPLACE took it as a hint; or the limit.) */
-	sp_os->munmap(out, len);
+	unit_unmap(out, len);
 	return r;
 }
 
@@ -766,12 +790,10 @@ int plain_for_program(size_t u, size_t n, int flags)
 {
 	void *out;
 	size_t len = n << UNIT_SHIFT;
-	int r = sp_os->mmap((void *)unit_addr(u), len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | (flags & MAP_NORESERVE), -1, 0,
-			    &out);
+	int r = unit_map_program((void *)unit_addr(u), len, flags & MAP_NORESERVE, &out);
 	if (r < 0)
 		return r;
-	sp_os->madvise(out, len, MADV_HUGEPAGE);
+	unit_want_huge(out, len, true);
 	chunk_forget(u, n);
 	return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "bits.h"
 #include "internal.h"
+#include "pageheap/unit_os.h"
 #include "units.h"
 
 #ifndef MADV_DONTNEED_LOCKED
@@ -304,7 +305,7 @@ static int change_owned(uintptr_t a, uintptr_t e, int advice)
 		/* (Unmapped meanwhile by another thread: refused, as the kernel would.) */
 		r = pages_demote(x, y - x);
 		if (r == 0)
-			r = sp_os->madvise((void *)x, y - x, advice);
+			r = unit_advise((void *)x, y - x, advice);
 		if (r < 0 && !ret)
 			ret = r;
 	}
@@ -335,7 +336,7 @@ int pages_advise(uintptr_t addr, size_t len, int advice)
 			a = e;
 			continue;
 		}
-		if (run < a && (r = sp_os->madvise((void *)run, a - run, advice)) < 0 && !ret)
+		if (run < a && (r = unit_advise((void *)run, a - run, advice)) < 0 && !ret)
 			ret = r;
 		r = 0;
 		if (how == ADV_ZERO) {
@@ -348,17 +349,17 @@ int pages_advise(uintptr_t addr, size_t len, int advice)
 				memset((void *)a, 0, e - a);
 			pthread_mutex_unlock(&pg.lock);
 			if (!huge)
-				r = sp_os->madvise((void *)a, e - a, advice);
+				r = unit_advise((void *)a, e - a, advice);
 		} else if (how == ADV_CHANGE && mapping) {
 			r = change_owned(a, e, advice);
 		} else if (how == ADV_CHANGE) {
-			r = sp_os->madvise((void *)a, e - a, advice);
+			r = unit_advise((void *)a, e - a, advice);
 		}
 		if (r < 0 && !ret)
 			ret = r;
 		a = run = e;
 	}
-	if (run < end && (r = sp_os->madvise((void *)run, end - run, advice)) < 0 && !ret)
+	if (run < end && (r = unit_advise((void *)run, end - run, advice)) < 0 && !ret)
 		ret = r;
 	return ret ? ret : hole ? -ENOMEM : 0;
 }

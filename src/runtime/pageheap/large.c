@@ -6,6 +6,7 @@
 #include "bits.h"
 #include "internal.h"
 #include "malloc/malloc.h"
+#include "pageheap/unit_os.h"
 #include "units.h"
 
 #define MOVE_MIN_UNITS 8    /* realloc moves blocks of 16 MiB or more by mremap */
@@ -143,7 +144,7 @@ static struct span *range_alloc_large(size_t size, size_t align)
 	s->kind = SPAN_LARGE;
 	s->start = unit_addr(at);
 	s->npages = n * PAGES_PER_UNIT;
-	s->clean = clean || (!kept && (g + h == n || is_hugetlb((uint8_t)got)));
+	s->clean = clean || (!kept && (g + h == n || is_hugetlb((uint8_t)got))) ? SPAN_CLEAN : 0;
 	map_set(page_of(s->start), s);
 	pg.st.large_blocks++;
 	pg.st.large_bytes += n << UNIT_SHIFT;
@@ -217,9 +218,7 @@ static bool move_units(struct span *s, size_t u, size_t n, size_t want, uint8_t 
 	if (at == SIZE_MAX)
 		return false;
 	claim_units(at, want);
-	if (sp_os->mremap((void *)s->start, n << UNIT_SHIFT, n << UNIT_SHIFT,
-			  MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, (void *)unit_addr(at),
-			  &out) < 0) {
+	if (unit_move((void *)s->start, n << UNIT_SHIFT, (void *)unit_addr(at), true, &out) < 0) {
 		plain_units(at, n); /* a refused move may have unmapped them */
 		bits_set(pg.freebits, at, want, true);
 		return false;

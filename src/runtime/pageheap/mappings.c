@@ -16,6 +16,7 @@
 #include "bits.h"
 #include "internal.h"
 #include "program/mmap.h"
+#include "pageheap/unit_os.h"
 #include "units.h"
 
 /* What mmap.c did with the program's mappings beyond the heap's counts. */
@@ -261,7 +262,7 @@ void *pages_map_program(size_t len, int flags, bool hugetlb, int *err)
 	pthread_mutex_unlock(&pg.lock);
 	void *p = (void *)unit_addr(at);
 	if (flags & MAP_POPULATE)
-		sp_os->madvise(p, np << PAGE_SHIFT, MADV_POPULATE_WRITE);
+		unit_populate(p, np << PAGE_SHIFT);
 	return p;
 drop:
 	if (list) {

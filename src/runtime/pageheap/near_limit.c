@@ -15,6 +15,7 @@
 #include "bits.h"
 #include "internal.h"
 #include "life.h"
+#include "pageheap/unit_os.h"
 #include "units.h"
 
 /* Near: the room the memory cgroup leaves (its limit less what it holds but the
@@ -86,7 +87,7 @@ static void advise_units(size_t u, size_t n)
 		while (e < u + n && !is_hugetlb(pg.units[e].backing) &&
 		       !(pg.units[e].state == U_HEAP && pg.units[e].mapping) && unit_advice(e) == advice)
 			e++;
-		sp_os->madvise((void *)unit_addr(i), (e - i) << UNIT_SHIFT, advice);
+		unit_advise((void *)unit_addr(i), (e - i) << UNIT_SHIFT, advice);
 		i = e;
 	}
 }
@@ -98,8 +99,8 @@ static void advise_units(size_t u, size_t n)
 static bool give_back_pages(uintptr_t a, size_t len, enum sp_backing b)
 {
 	if (b == SP_BACKING_THP)
-		sp_os->madvise((void *)a, len, MADV_FREE);
-	if (sp_os->madvise((void *)a, len, MADV_DONTNEED) < 0)
+		unit_release_lazy((void *)a, len);
+	if (unit_release((void *)a, len) < 0)
 		return false;
 	atomic_fetch_add_explicit(&lim.free_given, len, memory_order_relaxed);
 	return true;
@@ -230,7 +231,7 @@ void limits_tick(void)
 	if (!lim.on)
 		return;
 	uint64_t added = atomic_load_explicit(&pg.st.units_added, memory_order_relaxed);
-	uint64_t now = sp_os->now_ns(), at = atomic_load_explicit(&lim.at_ns, memory_order_relaxed);
+	uint64_t now = heap_now_ns(), at = atomic_load_explicit(&lim.at_ns, memory_order_relaxed);
 	uint64_t wait = atomic_load_explicit(&pg.near, memory_order_relaxed) ? NEAR_LOOK_NS : LOOK_NS;
 	if ((added < atomic_load_explicit(&lim.next_units, memory_order_relaxed) && now - at < wait) ||
 	    atomic_exchange_explicit(&lim.busy, true, memory_order_acquire))
@@ -257,7 +258,7 @@ void limits_init(void)
 		return;
 	lim.on = true;
 	atomic_store(&lim.busy, true);
-	look(0, sp_os->now_ns());
+	look(0, heap_now_ns());
 	atomic_store(&lim.busy, false);
 }
 
@@ -271,7 +272,7 @@ void limits_stats(struct rt_stats *st)
 	st->limit_nears = lim.nears;
 	st->limit_near_ns = lim.near_ns;
 	if (atomic_load(&pg.near))
-		st->limit_near_ns += sp_os->now_ns() - lim.near_since;
+		st->limit_near_ns += heap_now_ns() - lim.near_since;
 	st->limit_kept_given = atomic_load(&lim.kept_given);
 	st->limit_free_given = atomic_load(&lim.free_given);
 	st->limit_base_units = atomic_load(&lim.base_units);

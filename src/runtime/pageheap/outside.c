@@ -10,6 +10,7 @@
 
 #include "bits.h"
 #include "internal.h"
+#include "pageheap/unit_os.h"
 #include "units.h"
 
 #define OUT_TOMB ((struct span *)1)
@@ -52,8 +53,7 @@ static bool out_room(void)
 		while (cap < (live + 1) * 4)
 			cap *= 2;
 		void *m;
-		if (sp_os->mmap(NULL, cap * sizeof *outs.tab, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &m) == 0) {
+		if (meta_map(cap * sizeof *outs.tab, &m) == 0) {
 			struct span **t = m;
 			for (size_t i = 0; i < outs.cap; i++) {
 				struct span *o = outs.tab[i];
@@ -65,7 +65,7 @@ static bool out_room(void)
 				t[j] = o;
 			}
 			if (outs.tab)
-				sp_os->munmap(outs.tab, outs.cap * sizeof *outs.tab);
+				unit_unmap(outs.tab, outs.cap * sizeof *outs.tab);
 			outs.tab = t;
 			outs.cap = cap;
 			outs.used = live;
@@ -108,7 +108,7 @@ void outside_promote(void)
 	for (size_t i = 0; i < outs.cap; i++) {
 		struct span *s = outs.tab[i];
 		if (s && s != OUT_TOMB && s->npages >= PAGES_PER_UNIT)
-			sp_os->madvise((void *)s->start, s->npages << PAGE_SHIFT, MADV_HUGEPAGE);
+			unit_want_huge((void *)s->start, s->npages << PAGE_SHIFT, true);
 	}
 }
 
@@ -152,7 +152,7 @@ struct span *outside_alloc(size_t size, size_t align, unsigned why)
 		r = sp_map_aligned(len, align > UNIT_SIZE ? align : UNIT_SIZE,
 				   PROT_READ | PROT_WRITE, flags, &m);
 	if (r < 0 && align <= PAGE_SIZE)
-		r = sp_os->mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0, &m);
+		r = block_map(len, flags, &m);
 	pthread_mutex_lock(&pg.lock);
 	if (r < 0) {
 		span_delete(s);
@@ -162,11 +162,11 @@ struct span *outside_alloc(size_t size, size_t align, unsigned why)
 	s->kind = SPAN_OUTSIDE;
 	s->start = (uintptr_t)m;
 	s->npages = len >> PAGE_SHIFT;
-	s->clean = true;
+	s->clean = SPAN_CLEAN;
 	if (!out_room()) {
 		span_delete(s);
 		pthread_mutex_unlock(&pg.lock);
-		sp_os->munmap(m, len);
+		unit_unmap(m, len);
 		return NULL;
 	}
 	out_insert(s);
@@ -182,7 +182,7 @@ struct span *outside_alloc(size_t size, size_t align, unsigned why)
 		pages_note_fall(pg.policy, SP_FALL_MMAP);
 	pthread_mutex_unlock(&pg.lock);
 	if (huge)
-		sp_os->madvise(m, len, MADV_HUGEPAGE);
+		unit_want_huge(m, len, true);
 	outside_say(why, size);
 	maybe_promote();
 	return s;
@@ -201,7 +201,7 @@ bool outside_resize(struct span *s, size_t new_size)
 	/* Under the lock, with room in the table for where the block goes. */
 	pthread_mutex_lock(&pg.lock);
 	if (!out_room() ||
-	    sp_os->mremap((void *)s->start, len, want, MREMAP_MAYMOVE, NULL, &out) < 0) {
+	    block_resize((void *)s->start, len, want, &out) < 0) {
 		pthread_mutex_unlock(&pg.lock);
 		return false;
 	}
@@ -215,7 +215,7 @@ bool outside_resize(struct span *s, size_t new_size)
 	outs.bytes += want - len;
 	pthread_mutex_unlock(&pg.lock);
 	if (want >= UNIT_SIZE && outside_huge())
-		sp_os->madvise(out, want, MADV_HUGEPAGE);
+		unit_want_huge(out, want, true);
 	return true;
 }
 
@@ -232,7 +232,7 @@ void outside_free(struct span *s)
 	outs.bytes -= len;
 	span_delete(s);
 	pthread_mutex_unlock(&pg.lock);
-	sp_os->munmap((void *)a, len);
+	unit_unmap((void *)a, len);
 }
 
 /* What whole units would add to a block of size bytes, over its whole pages (*len). */

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "runtime.h"
 
@@ -44,7 +45,11 @@ struct span {
 	uint32_t magic;
 	uint8_t kind;
 	uint8_t cls;           /* SPAN_SMALL */
-	uint8_t clean;         /* memory known to be zero (fresh from the kernel) */
+	uint8_t clean;         /* SPAN_CLEAN: memory known to be zero (fresh from the
+	                          kernel); SPAN_CLEAN_INNER: but for the unit at its
+	                          start (SPAN_DIRTY_HEAD) or its end (SPAN_DIRTY_TAIL) (a
+	                          run begun or ended in a unit in use); 0: not known
+	                          (zero_unknown) */
 	uint8_t first;         /* SPAN_SMALL: the index its first page has in the page
 	                          info (nonzero: one of a thread's first, short spans
 	                          of the class, the last pages of a whole one) */
@@ -63,6 +68,27 @@ struct span {
 	bool foreign;          /* SPAN_MMAP: the program mprotect'ed or mapped over some of
 	                          it: plain anonymous memory is put back when unmapped */
 };
+
+enum { SPAN_CLEAN = 1, SPAN_CLEAN_INNER = 2, SPAN_DIRTY_HEAD = 4, SPAN_DIRTY_TAIL = 8 };
+
+/* Zeroes what of [p, p+len), a block at the start of a span whose clean is clean, is
+ * not known to be zero: all of it, nothing, or (SPAN_CLEAN_INNER) the parts in its
+ * first and last units that are dirty. */
+static inline void zero_unknown(unsigned clean, void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p, e = a + len;
+	if (clean == SPAN_CLEAN || len == 0)
+		return;
+	uintptr_t head = (a & ~(UNIT_SIZE - 1)) + UNIT_SIZE, tail = (e - 1) & ~(UNIT_SIZE - 1);
+	if (!(clean & SPAN_CLEAN_INNER) || head > tail) { /* (one unit: the ends are one) */
+		memset(p, 0, len);
+		return;
+	}
+	if (clean & SPAN_DIRTY_HEAD)
+		memset(p, 0, head - a);
+	if (clean & SPAN_DIRTY_TAIL)
+		memset((void *)tail, 0, e - tail);
+}
 
 /* Every page of these spans maps to them (of others, the first page). */
 static inline bool span_maps_all(unsigned kind)
@@ -199,6 +225,15 @@ void pages_unlock(void);
 /* Whether the heap is near a memory cgroup's limit (near_limit.c): no new memory of the
  * runtime's goes on THP. */
 bool pages_near_limit(void);
+/* auto, dense by touch (SUPERPAGE_DENSE_TOUCHED): the program's large mapping at p is
+ * left on base pages and its 2 MiB units made huge as they are touched (backing.c);
+ * false if not (the caller advises it whole). pages_watch_forget: [a, a+len) is
+ * unmapped. */
+bool pages_watch_map(void *p, size_t len);
+bool pages_touched(void);
+/* In a forked child: the looks' thread of dense by touch is not there (backing.c). */
+void dense_fork_child(void);
+void pages_watch_forget(uintptr_t a, size_t len);
 void pages_stats(struct rt_stats *st);
 /* Counts a program's mmap served by mmap.c (large: aligned; else from units). */
 void pages_note_mmap(bool large);

@@ -7,6 +7,7 @@
 
 #include "bits.h"
 #include "internal.h"
+#include "pageheap/unit_os.h"
 #include "units.h"
 
 #define GROW_UNITS 32       /* the writable part of the range grows 64 MiB at a time */
@@ -47,13 +48,11 @@ int range_grow(size_t need_units)
 		return r;
 	size_t add = want - pg.frontier;
 	/* One page of pagemap per unit: 512 pointers; and one of page info. */
-	r = sp_os->mprotect((char *)heap_hot.pagemap + pg.frontier * PAGE_SIZE, add * PAGE_SIZE,
-			    PROT_READ | PROT_WRITE);
+	r = unit_make_rw((char *)heap_hot.pagemap + pg.frontier * PAGE_SIZE, add * PAGE_SIZE);
 	uintptr_t i0 = (uintptr_t)(heap_hot.pageinfo + pg.frontier * PAGES_PER_UNIT) & ~(PAGE_SIZE - 1);
 	uintptr_t i1 = (uintptr_t)(heap_hot.pageinfo + want * PAGES_PER_UNIT);
 	if (r == 0)
-		r = sp_os->mprotect((void *)i0, ((i1 + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)) - i0,
-				    PROT_READ | PROT_WRITE);
+		r = unit_make_rw((void *)i0, ((i1 + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)) - i0);
 	if (r < 0) {
 		unclaim_space(pg.frontier, want);
 		return r;
@@ -109,7 +108,7 @@ static bool lazy_place(size_t limit)
 	uint64_t r = 0;
 	size_t n = limit >> UNIT_SHIFT, most = RANGE_MAX_MIB >> (UNIT_SHIFT - 20);
 	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
-		r = sp_os->now_ns() * 0x9e3779b97f4a7c15ull;
+		r = heap_now_ns() * 0x9e3779b97f4a7c15ull;
 	if (n > most)
 		n = most;
 	if (n == 0)
@@ -117,11 +116,9 @@ static bool lazy_place(size_t limit)
 	for (int i = 0; i < 8; i++, r = r * 0x9e3779b97f4a7c15ull + 1) {
 		uintptr_t at = LAZY_LO + (((r >> 20) % (LAZY_SLOTS - (RANGE_MAX_MIB >> 10))) << 30);
 		void *out;
-		if (sp_os->mmap((void *)at, UNIT_SIZE, PROT_NONE,
-				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1,
-				0, &out) < 0)
+		if (unit_reserve((void *)at, UNIT_SIZE, false, &out) < 0)
 			continue;
-		sp_os->munmap(out, UNIT_SIZE);
+		unit_unmap(out, UNIT_SIZE);
 		if ((uintptr_t)out != at)
 			continue;
 		pg.base = at;
@@ -140,6 +137,7 @@ int pages_init(const struct sp_options *o)
 	 * SIGBUS. THP copies fall back to base pages instead. 2m is the user's choice. */
 	pg.policy = o->backing == SP_BACKING_AUTO ? SP_BACKING_THP : o->backing;
 	pg.small_first = o->backing == SP_BACKING_AUTO;
+	pg.touched = pg.small_first && o->dense_touched;
 	if (!o->heap)
 		pg.policy = SP_BACKING_4K; /* --no-heap: malloc on base pages, mappings still huge */
 	if (o->backing == SP_BACKING_2M || o->backing == SP_BACKING_1G)
@@ -182,18 +180,16 @@ int pages_init(const struct sp_options *o)
 	if (!pg.base)
 		return -ENOMEM;
 	if (!pg.lazy)
-		sp_os->madvise((void *)pg.base, pg.max_units << UNIT_SHIFT, range_advice());
+		unit_advise((void *)pg.base, pg.max_units << UNIT_SHIFT, range_advice());
 	void *m;
 	size_t meta = pg.max_units * sizeof(struct unit) + (pg.max_units / 64 + 1) * 8;
-	if (sp_os->mmap(NULL, meta, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
+	if (meta_map_lazy(meta, &m) < 0)
 		return -ENOMEM;
 	pg.units = m;
 	pg.freebits = (uint64_t *)(void *)((char *)m + pg.max_units * sizeof(struct unit));
 	size_t info = (pg.max_units * PAGES_PER_UNIT * sizeof *heap_hot.pageinfo + PAGE_SIZE - 1) &
 		      ~(PAGE_SIZE - 1);
-	if (sp_os->mmap(NULL, pg.max_units * PAGE_SIZE + info, PROT_NONE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &m) < 0)
+	if (meta_reserve(pg.max_units * PAGE_SIZE + info, &m) < 0)
 		return -ENOMEM;
 	heap_hot.pagemap = m;
 	heap_hot.pageinfo = (uint64_t *)(void *)((char *)m + pg.max_units * PAGE_SIZE);
@@ -214,8 +210,7 @@ struct span *span_new(void)
 	} else {
 		if (spans.left < sizeof *s) {
 			void *c;
-			if (sp_os->mmap(NULL, 65536, PROT_READ | PROT_WRITE,
-					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, &c) < 0)
+			if (meta_map(65536, &c) < 0)
 				return NULL;
 			spans.chunk = c;
 			spans.left = 65536;

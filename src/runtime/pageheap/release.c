@@ -6,6 +6,7 @@
 #include "bits.h"
 #include "internal.h"
 #include "malloc/malloc.h"
+#include "pageheap/unit_os.h"
 #include "units.h"
 
 #define RECENT_NS 1000000000ull /* how long "lately" is, for the kept units */
@@ -24,7 +25,7 @@ bool retire_units(size_t u, size_t n, struct release *rel)
 			pg.units[i].mapping = 0;
 		pg.mapping_units -= n;
 		if (!hugetlb)
-			sp_os->madvise((void *)unit_addr(u), n << UNIT_SHIFT, range_advice());
+			unit_advise((void *)unit_addr(u), n << UNIT_SHIFT, range_advice());
 	}
 	for (size_t i = u; i < u + n; i++)
 		count_units((enum sp_backing)pg.units[i].backing, -1);
@@ -35,7 +36,7 @@ bool retire_units(size_t u, size_t n, struct release *rel)
 	 * resident lately over what it has in use now (at most as many as it has in
 	 * use, or 16), and at least one per four in use (at least four). Past that, and
 	 * once that peak is a second old, units go back to the kernel. */
-	uint64_t now = sp_os->now_ns();
+	uint64_t now = heap_now_ns();
 	if (now - pg.st.recent_peak_ns > RECENT_NS) {
 		pg.st.recent_peak = in_use + n;
 		pg.st.recent_peak_ns = now;
@@ -102,9 +103,9 @@ unsigned give_back_units(const struct release *rel)
 		return GAVE_RUN | GAVE_EXTRA;
 	}
 	if (rel->extra != NO_EXTRA &&
-	    sp_os->madvise((void *)unit_addr(rel->extra), UNIT_SIZE, MADV_DONTNEED) == 0)
+	    unit_release((void *)unit_addr(rel->extra), UNIT_SIZE) == 0)
 		ok |= GAVE_EXTRA;
-	if (sp_os->madvise((void *)unit_addr(rel->u), rel->n << UNIT_SHIFT, MADV_DONTNEED) == 0)
+	if (unit_release((void *)unit_addr(rel->u), rel->n << UNIT_SHIFT) == 0)
 		ok |= GAVE_RUN;
 	return ok;
 }

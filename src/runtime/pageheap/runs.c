@@ -15,6 +15,7 @@
 #include "bits.h"
 #include "internal.h"
 #include "malloc/malloc.h"
+#include "pageheap/unit_os.h"
 #include "units.h"
 
 /* Whether FREE unit u is room for the block before it to grow into: it follows a
@@ -222,6 +223,21 @@ static size_t find_place_spare(size_t np, enum tier t, bool spare)
 	return best.page;
 }
 
+/* Whether ROOMS_MAX units or more below the frontier are FREE: a run is not grown in
+ * place past the frontier then (pages_resize_run). A fitted chunk placed in the last
+ * unit's tail and grown there moved the frontier on at every chunk two threads made
+ * by turns, the freed units below never used again: a mapping a unit, until the
+ * kernel's limit on mappings refused one. Under the lock. */
+#define ROOMS_MAX 64
+static bool many_free_below(void)
+{
+	size_t n = 0;
+	for (size_t g = bits_next(pg.freebits, 0, pg.frontier, true); g < pg.frontier && n < ROOMS_MAX;
+	     g = bits_next(pg.freebits, g + 1, pg.frontier, true))
+		n++;
+	return n >= ROOMS_MAX;
+}
+
 /* find_place_spare; spans of objects spare blocks their room to grow where the range
  * has another place. */
 static size_t find_place(size_t np, enum tier t)
@@ -320,9 +336,8 @@ bool take_kept(size_t u, size_t n)
 			continue;
 		bool movable = !refused && !is_hugetlb(pg.units[c].backing);
 		int r = !movable ? -EINVAL :
-			sp_os->mremap((void *)unit_addr((size_t)c), UNIT_SIZE, UNIT_SIZE,
-				      MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
-				      (void *)unit_addr(i), &out);
+			unit_move((void *)unit_addr((size_t)c), UNIT_SIZE,
+				  (void *)unit_addr(i), true, &out);
 		cache_remove(c);
 		if (r < 0) {
 			if (movable) {
@@ -346,17 +361,21 @@ bool take_kept(size_t u, size_t n)
 
 /* Units [u0, u1) that a run of tier t at pages [p, p+np) covers: the FREE ones join
  * the page heap in that tier (growing the range where they lie past its frontier), and
- * the run's pages are taken. *clean: every page of the run was memory the kernel had
- * not given yet. False if the range cannot grow. Under the lock. */
-static bool take_pages(size_t p, size_t np, enum tier t, bool *clean)
+ * the run's pages are taken. Returns what of the run is memory the kernel has not
+ * given yet, as a span's clean (pageheap.h): SPAN_CLEAN (all of it), SPAN_CLEAN_INNER
+ * with the ends that may not be, or 0; -1 if the range cannot grow. Under the lock. */
+static int take_pages(size_t p, size_t np, enum tier t)
 {
 	size_t u0 = p / PAGES_PER_UNIT, u1 = (p + np - 1) / PAGES_PER_UNIT + 1;
 	if (u1 > pg.frontier && range_grow(u1) < 0)
-		return false;
-	bool fresh = true;
+		return -1;
+	int clean = SPAN_CLEAN_INNER;
+	/* (Unit i may hold pages used before.) */
+#define DIRTY(i) (clean = (i) == u0 ? clean | SPAN_DIRTY_HEAD : (i) == u1 - 1 ? clean | SPAN_DIRTY_TAIL \
+							 : clean & ~SPAN_CLEAN_INNER)
 	for (size_t i = u0; i < u1;) {
 		if (!bit(pg.freebits, i)) {
-			fresh = false; /* a HEAP unit's free pages: they may have been used */
+			DIRTY(i); /* a HEAP unit's free pages: they may have been used */
 			i++;
 			continue;
 		}
@@ -366,24 +385,24 @@ static bool take_pages(size_t p, size_t np, enum tier t, bool *clean)
 			bits_set(pg.freebits, i, 1, false);
 			heap_unit_init(i, is_hugetlb(pg.units[i].backing) || pg.units[i].huge
 						  ? (enum sp_backing)pg.units[i].backing : back_units(i, 1), t);
-			fresh = false;
+			DIRTY(i);
 			i++;
 			continue;
 		}
 		size_t e = i;
-		while (e < u1 && bit(pg.freebits, e) && !pg.units[e].in_cache) {
-			fresh = fresh && !pg.units[e].resident;
-			e++;
-		}
+		for (; e < u1 && bit(pg.freebits, e) && !pg.units[e].in_cache; e++)
+			if (pg.units[e].resident)
+				DIRTY(e);
 		bits_set(pg.freebits, i, e - i, false);
 		if (take_kept(i, e - i))
-			fresh = false;
+			clean = 0;
 		enum sp_backing got;
 		size_t h = back_units_most(i, e - i, &got);
 		for (size_t k = i; k < e; k++)
 			heap_unit_init(k, k < i + h ? SP_BACKING_2M : got, t);
 		i = e;
 	}
+#undef DIRTY
 	for (size_t i = u0; i < u1; i++) {
 		size_t from, to;
 		unit_part(p, np, i, &from, &to);
@@ -391,8 +410,7 @@ static bool take_pages(size_t p, size_t np, enum tier t, bool *clean)
 		set_nfree(&pg.units[i], pg.units[i].nfree - (to - from));
 		rebucket((int32_t)i);
 	}
-	*clean = fresh;
-	return true;
+	return clean == SPAN_CLEAN_INNER ? SPAN_CLEAN : clean & SPAN_CLEAN_INNER ? clean : 0;
 }
 
 struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
@@ -410,7 +428,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 	struct dense d = { 0 };
 	int32_t u = NO_UNIT;
 	size_t at = PAGES_PER_UNIT, p = SIZE_MAX;
-	bool clean = false;
+	int clean = 0;
 	if (!s)
 		goto fail;
 	unsigned me = malloc_thread_slot();
@@ -419,7 +437,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		/* (another thread's hole: an empty unit of this one's kept is as good) */
 		kept = foreign && npages <= PAGES_PER_UNIT && own_kept(me);
 		if (!kept) {
-			if (!take_pages(p, npages, t, &clean))
+			if ((clean = take_pages(p, npages, t)) < 0)
 				goto fail;
 			goto placed;
 		}
@@ -458,7 +476,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		/* (An empty unit kept resident holds a run of a unit or less at no cost,
 		 * and without a walk over the units.) */
 		p = find_place(npages, t);
-		if (p == SIZE_MAX || !take_pages(p, npages, t, &clean))
+		if (p == SIZE_MAX || (clean = take_pages(p, npages, t)) < 0)
 			goto fail;
 	} else {
 		u = take_unit(t);
@@ -473,14 +491,14 @@ placed:
 	s->kind = (uint8_t)kind;
 	s->start = pg.base + (p << PAGE_SHIFT);
 	s->npages = npages;
-	s->clean = clean;
+	s->clean = (uint8_t)clean;
 	if (kind == SPAN_MMAP)
 		pg.st.small_mmap_pages += npages;
 	if (span_maps_all(kind))
 		pages_map_all(s);
 	else
 		map_set(p, s);
-	units_settle(p, npages, clean, &d);
+	units_settle(p, npages, clean == SPAN_CLEAN, &d);
 	pthread_mutex_unlock(&pg.lock);
 	dense_collapse(&d);
 	maybe_promote();
@@ -611,7 +629,8 @@ bool pages_resize_run(struct span *s, size_t npages)
 	size_t p0 = page_of(s->start);
 	struct release rel;
 	struct dense d = { 0 };
-	bool give_back = false, clean;
+	bool give_back = false;
+	int clean;
 	/* (Past 1 MiB a block realloc grows moves to whole units, malloc.c: grown in
 	 * place across units instead, strings grown by realloc in 2 threads had 10
 	 * times as many units given back and refaulted.) */
@@ -630,14 +649,15 @@ bool pages_resize_run(struct span *s, size_t npages)
 	} else if (npages > s->npages) {
 		size_t p = p0 + s->npages, n = npages - s->npages;
 		enum tier t = tier_of((enum span_kind)s->kind);
-		if (!pages_free_for_run(p, n, t) || !take_pages(p, n, t, &clean)) {
+		if ((p + n > pg.frontier * PAGES_PER_UNIT && many_free_below()) ||
+		    !pages_free_for_run(p, n, t) || (clean = take_pages(p, n, t)) < 0) {
 			pthread_mutex_unlock(&pg.lock);
 			return false;
 		}
 		if (span_maps_all(s->kind))
 			for (size_t i = 0; i < n; i++)
 				map_set(p + i, s);
-		units_settle(p, n, clean, &d);
+		units_settle(p, n, clean == SPAN_CLEAN, &d);
 	}
 	s->npages = npages;
 	pthread_mutex_unlock(&pg.lock);

@@ -5,6 +5,7 @@
 #include "bits.h"
 #include "internal.h"
 #include "malloc/malloc.h"
+#include "pageheap/unit_os.h"
 #include "units.h"
 
 /* The lock spins a little before it sleeps: it is held briefly, and is mostly free
@@ -113,7 +114,7 @@ void count_units(enum sp_backing b, long n)
 		pg.st.units_peak = total;
 	if (n > 0 && total + pg.cached >= pg.st.recent_peak) {
 		pg.st.recent_peak = total + pg.cached;
-		pg.st.recent_peak_ns = sp_os->now_ns();
+		pg.st.recent_peak_ns = heap_now_ns();
 	}
 	if (pg.small_first && total >= PROMOTE_UNITS && !atomic_load(&pg.promoted))
 		atomic_store(&pg.promote_pending, true);

@@ -65,6 +65,9 @@ struct unit {
 	                                       (spare) */
 	uint8_t faulted;                    /* in a chunk, in use: its page is known present
 	                                       (fork_units.c learns it, once) */
+	uint8_t watch;                      /* auto, dense by touch (pg.touched): given out
+	                                       whole or mostly to long runs, on base pages
+	                                       until its pages are touched (dense_look) */
 	uint16_t owner;                     /* the thread slot (malloc_thread_slot) its
 	                                       pages were last given to or freed by */
 	int32_t prev, next;                 /* bucket list (HEAP) or empty cache (FREE) */
@@ -115,6 +118,9 @@ struct pages {
 	 * range, see mmap.c); auto's start on base pages, and its promotion. */
 	enum sp_backing policy, map_rung;
 	bool small_first;
+	/* auto: units given out whole go huge when touched, not when given (dense_look;
+	 * SUPERPAGE_DENSE_TOUCHED). */
+	bool touched;
 	_Atomic bool promoted, promote_pending;
 	_Atomic uint64_t dense_at; /* when auto last looked whether the heap is dense */
 	/* Near a memory limit (near_limit.c): no empty units kept, units on base pages
@@ -231,6 +237,15 @@ bool limits_on(void);
 void limits_give_back(uintptr_t start, size_t npages);
 void limits_base_unit(size_t n);
 void limits_stats(struct rt_stats *st);
+/* backing.c, for touched.c */
+bool dense_on(void);
+bool units_make_huge(size_t u, size_t n);
+void units_make_small(size_t u, size_t n);
+int collapse_at(uintptr_t a, int tries);
+void collapse_unit(size_t u);
+/* touched.c */
+void watch_unit(struct unit *x);
+void dense_look(void);
 /* demote.c */
 bool demote_units(size_t u);
 /* outside.c */

@@ -89,8 +89,10 @@ static void *large_map(size_t len, int flags)
 		return fail(-r);
 	slack_note(m, rounded);
 	uintptr_t a = (uintptr_t)m;
-	/* (Near a memory limit, no THP for it: as the heap's units, pages_near_limit.) */
-	kern_want_huge((void *)a, rounded, o->backing != SP_BACKING_4K && !pages_near_limit());
+	/* (Near a memory limit, no THP for it: as the heap's units, pages_near_limit.
+	 * auto, dense by touch: huge unit by unit as it is touched.) */
+	if (!pages_watch_map(m, rounded))
+		kern_want_huge((void *)a, rounded, o->backing != SP_BACKING_4K && !pages_near_limit());
 	if (flags & MAP_POPULATE)
 		kern_populate((void *)a, rounded);
 	pages_note_mmap(true);
@@ -238,7 +240,9 @@ static void managed_advise(void *addr, size_t len)
 		pages_note_fall(SP_BACKING_1G, SP_FALL_PROGRAM_PAGES);
 	if (o->backing == SP_BACKING_1G || o->backing == SP_BACKING_2M)
 		pages_note_fall(SP_BACKING_2M, SP_FALL_PROGRAM_PAGES);
-	kern_want_huge(addr, page_up(len), true);
+	/* (auto, dense by touch: huge unit by unit as it is touched, pages_watch_map.) */
+	if (!pages_watch_map(addr, page_up(len)))
+		kern_want_huge(addr, page_up(len), true);
 	errno = e;
 }
 
@@ -247,7 +251,10 @@ static void managed_advise(void *addr, size_t len)
 static void managed_placed(void *p, size_t len, int prot)
 {
 	if (managed_place(p, len)) {
-		managed_advise(p, len);
+		/* (auto, dense by touch: a reservation is watched in the parts the program
+		 * makes writable, mprotect.) */
+		if (prot != PROT_NONE || !pages_touched())
+			managed_advise(p, len);
 		if (prot == PROT_NONE)
 			reserved_add((uintptr_t)p, len);
 	}
@@ -516,6 +523,7 @@ int unmap_range(uintptr_t a, size_t len)
 	if (r == 0) {
 		reserved_forget(a, len);
 		shm_unmapped(a, len);
+		pages_watch_forget(a, len);
 	}
 	return r;
 }
@@ -553,6 +561,8 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 	}
 	if (rt_init() && in_heap(addr, len))
 		pages_note_foreign((uintptr_t)addr, len);
+	else if (prot == (PROT_READ | PROT_WRITE) && len >= UNIT_SIZE && rt_init() && pages_touched())
+		pages_watch_map(addr, len); /* (a reservation's part made writable) */
 	if (!((uintptr_t)addr & (PAGE_SIZE - 1)))
 		pack_changed((uintptr_t)addr, len, prot == (PROT_READ | PROT_WRITE));
 	return 0;

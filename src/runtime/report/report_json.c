@@ -65,9 +65,10 @@ static void json_heap(struct out *o, const struct account *a)
 	put_fmt(o, ",\"brk\":{\"bytes\":%llu,\"peak\":%llu,\"emulated\":%s}",
 		(unsigned long long)st->brk_bytes, (unsigned long long)st->brk_peak,
 		st->brk_emulated ? "true" : "false");
-	put_fmt(o, ",\"fork\":{\"shared\":%llu,\"moved_units\":%llu,\"short\":%llu}",
+	put_fmt(o, ",\"fork\":{\"shared\":%llu,\"moved_units\":%llu,\"short\":%llu,"
+		"\"scanned_pages\":%llu}",
 		(unsigned long long)st->forks_shared, (unsigned long long)st->fork_moved_units,
-		(unsigned long long)st->forks_short);
+		(unsigned long long)st->forks_short, (unsigned long long)st->fork_scanned_pages);
 }
 
 /* "limits": the memory cgroup's (version 0: none mounted; limit 0: none) and what the

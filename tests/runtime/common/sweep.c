@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "xorshift.h"
 
 struct mem { long rss, huge; };
 
@@ -63,10 +64,7 @@ static uint64_t rng = 0x2545f4914f6cdd1dull;
 
 static uint64_t next_rand(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return xorshift64(&rng);
 }
 
 /* Log-uniform in [16 B, 8 MiB]: a power of two from 2^4 to 2^22, times [1, 2). */

@@ -21,6 +21,10 @@ both_start coverage coverage/heapheavy common/gups_malloc common/torture
 start_hold() { # options... -- command...
 	rm -f "$tmp/hold_in"
 	mkfifo "$tmp/hold_in"
+	# (Emptied here, not only by the run's own redirection: that comes when the
+	# background job gets to it, and the look below would read the "holding" line the
+	# last held program left, a pid that is gone.)
+	: >"$tmp/sp.err"
 	timeout -k 5 $LIMIT "$SP" run "$@" <"$tmp/hold_in" >"$tmp/sp.out" 2>"$tmp/sp.err" &
 	hold_pid=$!
 	exec {hold_in}>"$tmp/hold_in"
@@ -79,7 +83,8 @@ test_coverage() { # name want_percent command...
 	fi
 	read -r huge rss <<<"$cov"
 	if ! [[ "$huge" =~ ^[0-9]+$ && "$rss" =~ ^[0-9]+$ ]] || [ "$rss" = 0 ]; then
-		fail "$name" "no coverage: $cov"
+		# (What became of the held program says why its stat failed.)
+		fail "$name" "no coverage: $cov; superpage run exited $src: $(oneline "$tmp/sp.err")"
 		return
 	fi
 	note=$(awk -v h="$huge" -v r="$rss" -v p="${prss:-0}" -v s="${srss:-0}" 'BEGIN {

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "xorshift.h"
 
 #define MIB ((size_t)1 << 20)
 #define MOST 16384 /* blocks at once */
@@ -28,10 +29,7 @@ static uint64_t state = 0x9E3779B97F4A7C15ull;
 
 static uint64_t draw(void)
 {
-	state ^= state << 13;
-	state ^= state >> 7;
-	state ^= state << 17;
-	return state;
+	return xorshift64(&state);
 }
 
 /* What page k of block i holds in its first byte. */

@@ -5,7 +5,8 @@
 # signal stack in the heap, a second thread, the name service used and a FILE open,
 # no child may die. Under 2m and 1g with room in the pool, with the pool empty at the
 # fork (the heap makes room), and without the privilege to make it (said once). Under 2m,
-# a heap's hugetlb mappings counted as it grows (tests/runtime/fork/forkmaps.c).
+# a heap's hugetlb mappings counted as it grows (tests/runtime/fork/forkmaps.c), and
+# the huge pages forks ask the kernel about counted over many forks.
 # Usage: tests/runtime/fork/test_fork.sh BUILD_DIR [TEST[:ARG]...]. Prints "PASS name",
 # "FAIL name: why" or "SKIP name: why" per test. Every sysfs value it changes is put
 # back, even on failure or Ctrl-C. The forks are counted, never timed.
@@ -190,8 +191,60 @@ test_fork_maps() {
 	fi
 }
 
+# Under 2m a fork asks the kernel which of the heap's huge pages are present only for
+# those it has not learned before (a page stays present in its chunk while its unit
+# is in use): forkmaps grows a heap to 64 MiB, then forks 12 more times holding 128
+# MiB. The pages asked about (--stats fork.scanned_pages) stay within twice the huge
+# pages the heap holds at the end; a fork that asked about every page again would
+# ask about 13 times as many.
+test_fork_scan() {
+	local name=fork_scan_2m size maps mib
+	need_run "$name" || return
+	if ! have_python; then
+		skip "$name" "no python3 to read JSON"
+		return
+	fi
+	pool_2m 400 || { skip "$name" "$why"; return; }
+	sprun_stats --backing 2m -- "$P/forkmaps" 64 128 128 128 128 128 128 128 128 128 128 128 128
+	restore
+	read -r size maps mib < <(tail -n 1 "$tmp/sp.out")
+	if [ "$src" != 0 ]; then
+		fail "$name" "exited $src: $(oneline "$tmp/sp.err")"
+	elif [ "${size:-}" != 128 ] || [ "$(wc -l <"$tmp/sp.out")" != 13 ]; then
+		fail "$name" "want 13 lines, the last for 128 MiB: $(oneline "$tmp/sp.out")"
+	elif [ "${mib:-0}" -lt 96 ]; then
+		fail "$name" "only ${mib:-0} MiB on 2 MiB hugetlb pages with 128 MiB held: $(oneline "$tmp/sp.err")"
+	else
+		why=$("$PY" - "$tmp/stats.json" "$((mib / 2))" 2>&1 <<'PY'
+import json, sys
+path, pages = sys.argv[1], int(sys.argv[2])
+mine = [json.loads(l) for l in open(path) if l.strip()]
+mine = [d for d in mine if d.get("comm") == "forkmaps"]
+if len(mine) != 1:
+    print("%d --stats lines from forkmaps, want 1 (the parent's)" % len(mine))
+    sys.exit()
+f = mine[0].get("fork", {})
+if f.get("shared", 0) != 13:
+    print("%r forks shared hugetlb memory, want 13: %r" % (f.get("shared"), f))
+elif "scanned_pages" not in f:
+    print("no scanned_pages in the fork account: %r" % f)
+elif f["scanned_pages"] > 2 * pages:
+    print("13 forks asked the kernel about %d huge pages, the heap holding %d: more than "
+          "twice over (each fork asked again?)" % (f["scanned_pages"], pages))
+else:
+    print("ok %d huge pages asked about in 13 forks, %d held" % (f["scanned_pages"], pages))
+PY
+)
+		case $why in
+		ok*) pass "$name" "${why#ok }" ;;
+		*) fail "$name" "$why" ;;
+		esac
+	fi
+}
+
 run_some "$@"
 test_fork_maps
+test_fork_scan
 for mode in snap nss; do
 	for b in auto thp 4k; do
 		test_fork "$mode:$b"

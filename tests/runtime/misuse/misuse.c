@@ -37,6 +37,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "xorshift.h"
 
 /* (the misuse is the point: the compiler's warnings of it are not) */
 #pragma GCC diagnostic ignored "-Wuse-after-free"
@@ -53,10 +54,7 @@ static void *opaque(void *p)
 
 static uint64_t next_random(uint64_t *x)
 {
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
+	return xorshift64(x);
 }
 
 static size_t uaf_align; /* 0: malloc, else memalign of it */

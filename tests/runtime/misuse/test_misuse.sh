@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # test_misuse.sh - heap misuse under superpage run: a write after free into a freed
-# block's first words never makes malloc return the address written (the lists'
-# links are mangled and checked); free and realloc of a stack, a global, an mmap'd
-# page and a wild pointer end the program with one line, as glibc's do; blocks of
-# glibc's own malloc still free; the checking mode (--check) finds a write past a
-# block's end and a write after free, and a clean program runs under it as it does
-# plain; posix_memalign out of memory sets errno. What plain glibc does with the same
+# block's first words never makes malloc return the address written (the threads'
+# caches hold no links in freed blocks; the spans' links are mangled and checked);
+# free and realloc of a stack, a global, an mmap'd page and a wild pointer end the
+# program with one line, as glibc's do; blocks of glibc's own malloc still free; the
+# checking mode (--check) finds a write past a block's end and a write after free,
+# and a clean program runs under it as it does plain; posix_memalign out of memory
+# sets errno. What plain glibc does with the same
 # misuse is said beside each, as a note.
 # Usage: tests/runtime/misuse/test_misuse.sh BUILD_DIR [TEST[:ARG]...]. Prints "PASS name",
 # "FAIL name: why" or "SKIP name: why" per test; other lines are measurements, not
@@ -34,18 +35,18 @@ glibc_did() {
 
 # misuse uaf* forks a child per size; each child frees two blocks, writes into the
 # last one freed, then mallocs that size 600 times. None may get the address written.
+# (The block written waits in the thread's cache, which holds the blocks' addresses,
+# not links in them: the write changes nothing malloc reads, and the child runs on. A
+# child that aborts, at a check of a span's link, is right too: glibc's children
+# abort.)
 test_uaf() { # mode
-	local mode=$1 name=uaf_${1//-/_} line n
+	local mode=$1 name=uaf_${1//-/_} line
 	need_run "$name" || return
 	plain "$P/misuse" "$mode"
 	sprun -- "$P/misuse" "$mode"
 	line=$(grep -m1 '^uaf:' "$tmp/sp.out")
-	n=$(grep -c '^superpage: pid [0-9]*: malloc(): corrupted free list' "$tmp/sp.err")
-	if [ "$src" = 3 ] || ! grep -q ' 0 given it, 0 other$' <<<"$line"; then
+	if [ "$src" != 0 ] || ! grep -q ' 0 given it, 0 other$' <<<"$line"; then
 		fail "$name" "exit $src: ${line:-no result line}: $(oneline "$tmp/sp.err")"
-	elif ! grep -q ' 0 ran on without' <<<"$line" || [ "$n" = 0 ]; then
-		# (every child must end at its check, with the line that says why)
-		fail "$name" "not every child aborted: $line; $n 'corrupted free list' lines"
 	else
 		pass "$name" "${line#uaf: }; glibc: $(grep -m1 '^uaf:' "$tmp/plain.out" | sed 's/^uaf: //')"
 	fi

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "smaps_kb.h"
+#include "xorshift.h"
 
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
@@ -401,10 +402,7 @@ static volatile int stop_threads;
 
 static uint64_t next(uint64_t *s)
 {
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
+	return xorshift64(s);
 }
 
 /* A word at each end of each page: cheap to write and check over many MiB. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "xorshift.h"
 
 int main(int argc, char **argv)
 {
@@ -16,9 +17,7 @@ int main(int argc, char **argv)
 	if (!b)
 		return 1;
 	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
+		xorshift64(&x);
 		size_t size = 4097 + x % (65536 - 4097);
 		if (!(b[i] = malloc(size)))
 			return 1;
