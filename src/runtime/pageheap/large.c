@@ -191,6 +191,15 @@ static void large_units(size_t at, size_t n, uint8_t b)
 	}
 }
 
+/* The backing of the units a large block whose first unit is on backing first grows
+ * by: under auto base pages, as a new block's (units_settle_large makes them huge
+ * where they should be; the block's own units may have been made huge one by one,
+ * when touched); else the block's. */
+static uint8_t growth_backing(uint8_t first)
+{
+	return pg.small_first ? SP_BACKING_4K : first;
+}
+
 /* Large block s, n units at u, grows to want units in place, where the units after
  * it are free (growing the range if need be). Under the lock. */
 static bool grow_in_place(struct span *s, size_t u, size_t n, size_t want, uint8_t backing)
@@ -200,6 +209,7 @@ static bool grow_in_place(struct span *s, size_t u, size_t n, size_t want, uint8
 		return false;
 	claim_units(u + n, want - n);
 	chunk_leave(u + n, want - n); /* (a block not on hugetlb pages: plain memory) */
+	backing = growth_backing(backing);
 	large_units(u + n, want - n, backing);
 	count_units((enum sp_backing)backing, (long)(want - n));
 	units_settle_large(u + n, want - n);
@@ -225,9 +235,13 @@ static bool move_units(struct span *s, size_t u, size_t n, size_t want, uint8_t 
 	}
 	chunk_forget(at, n);
 	chunk_leave(at + n, want - n);
+	backing = growth_backing(backing);
 	large_units(at, want, backing);
-	for (size_t i = 0; i < n; i++) /* (the move takes the units' advice along) */
+	/* (The move takes each unit's advice and backing along, counted where it was.) */
+	for (size_t i = 0; i < n; i++) {
 		pg.units[at + i].huge = pg.units[u + i].huge;
+		pg.units[at + i].backing = pg.units[u + i].backing;
+	}
 	for (size_t i = u; i < u + n; i++) {
 		pg.units[i].state = U_FREE;
 		pg.units[i].resident = 0;

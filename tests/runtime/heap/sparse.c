@@ -3,7 +3,11 @@
  * malloc'd (or, with "mmap", mapped; with "reserve", reserved PROT_NONE and made
  * writable) and one page in 64 of it written, or (dense) all of it; then blocks of
  * 3 MiB are malloc'd and freed, with a pause of 1 ms each, until the block is on huge
- * pages or (dense) 2000 have been, (else) 100. Usage: sparse sparse|dense|mmap|reserve.
+ * pages or (dense) 2000 have been, (else) 100. With "moved", the block's second half
+ * is written whole, a block malloc'd just after it is in the way, and once that half
+ * is on huge pages the block is grown to 96 MiB by realloc (moved), checked and both
+ * freed: its units, some made huge by touch and some not, move with their own
+ * backings. Usage: sparse sparse|dense|mmap|reserve|moved.
  * Prints the mode on stdout, and the figures "added_kb=A huge_kb=H calls=C" (VmRSS the
  * block added, AnonHugePages of the whole process, the small blocks made) on a line of
  * their own. */
@@ -22,13 +26,14 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	int dense = strcmp(mode, "dense") == 0, map = strcmp(mode, "mmap") == 0;
-	int reserve = strcmp(mode, "reserve") == 0;
-	volatile char *first[160], *block;
+	int reserve = strcmp(mode, "reserve") == 0, moved = strcmp(mode, "moved") == 0;
+	volatile char *first[160], *block, *after = NULL;
+	size_t from = moved ? BLOCK / 2 : 0;
 	long before, huge0;
 	int calls = 0;
 
-	if (!dense && !map && !reserve && strcmp(mode, "sparse") != 0) {
-		fprintf(stderr, "usage: sparse sparse|dense|mmap|reserve\n");
+	if (!dense && !map && !reserve && !moved && strcmp(mode, "sparse") != 0) {
+		fprintf(stderr, "usage: sparse sparse|dense|mmap|reserve|moved\n");
 		return 2;
 	}
 	for (int i = 0; i < 160; i++) {
@@ -47,22 +52,30 @@ int main(int argc, char **argv)
 			block = NULL;
 	} else {
 		block = malloc(BLOCK);
+		after = moved ? malloc(BLOCK) : NULL;
 	}
-	if (!block)
+	if (!block || (moved && !after))
 		return 1;
-	for (size_t i = 0; i < BLOCK; i += dense ? PAGE : 64 * PAGE)
+	dense = dense || moved;
+	for (size_t i = from; i < BLOCK; i += dense ? PAGE : 64 * PAGE)
 		block[i] = (char)(i >> 12 | 1);
 	for (int most = dense ? 2000 : 100; calls < most; calls++) {
 		long huge = field_kb("/proc/self/smaps_rollup", "AnonHugePages:");
-		if (huge - huge0 >= (long)(BLOCK / 1024) * 9 / 10)
+		if (huge - huge0 >= (long)((BLOCK - from) / 1024) * 9 / 10)
 			break;
 		struct timespec ms = { 0, 1000000 };
 		free(malloc(3 * MIB + (size_t)(calls % 64) * PAGE));
 		nanosleep(&ms, NULL);
 	}
-	for (size_t i = 0; i < BLOCK; i += dense ? PAGE : 64 * PAGE)
+	if (moved && !(block = realloc((char *)block, BLOCK + BLOCK / 2)))
+		return 1;
+	for (size_t i = from; i < BLOCK; i += dense ? PAGE : 64 * PAGE)
 		if (block[i] != (char)(i >> 12 | 1))
 			return 3;
+	if (moved) {
+		free((char *)after);
+		free((char *)block);
+	}
 	printf("%s\n", mode);
 	printf("added_kb=%ld huge_kb=%ld calls=%d\n", field_kb("/proc/self/status", "VmRSS:") - before,
 	       field_kb("/proc/self/smaps_rollup", "AnonHugePages:") - huge0, calls);
