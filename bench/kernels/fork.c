@@ -13,7 +13,8 @@
  * fork of the 40M heap split a tenth to a quarter of it, 300 left the threads' part on
  * 4 KiB pages), and under 2m and 1g the runtime moves units to THP when the pool has
  * no room for a fork, and puts new ones there while children copy. stderr gives the
- * line again after the forks. */
+ * line again after the forks. Built as the ideal (-DBENCH_IDEAL), the data held is one
+ * array from bench_alloc, and the threads' blocks are glibc's. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -181,10 +182,16 @@ static void hold_block(size_t b, uint64_t *p, size_t words)
 }
 
 /* size bytes: from 2G on, half of it in whole GiBs as blocks[0]; the rest in blocks of
- * 64 KiB-4 MiB, drawn from one seed so every run holds the same. */
+ * 64 KiB-4 MiB, drawn from one seed so every run holds the same. The ideal holds all
+ * of it as blocks[0], one strict array of huge pages: what a fork of that much
+ * explicit huge memory costs the kernel. */
 static void hold_data(uint64_t size)
 {
+#ifdef BENCH_IDEAL
+	uint64_t array = size & ~(uint64_t)7, left = 0;
+#else
 	uint64_t array = size >= 2 * GIB ? size / 2 / GIB * GIB : 0, left = size - array;
+#endif
 	size_t cap = (size_t)(left / (64 << 10)) + 2;
 	uint64_t x = 0x2545F4914F6CDD1Dull;
 

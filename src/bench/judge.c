@@ -267,8 +267,8 @@ void bench_record(struct bench *b, const struct bench_item *it, const struct ben
 
 const char *bench_not_for(const struct bench_kernel *k, const struct bench_variant *v)
 {
-	/* The ideal's strict sp_alloc blocks are no malloc heap, and no text. */
-	if ((k->text || k->forks) && v->how == BENCH_HOW_IDEAL)
+	/* The ideal's strict sp_alloc blocks are no text. */
+	if (k->text && v->how == BENCH_HOW_IDEAL)
 		return "";
 	/* The promote variant runs the kernel made for it, and it alone. */
 	if (v->how == BENCH_HOW_PROMOTE && !k->promote)
