@@ -74,7 +74,8 @@ HTLB_SRC := $(wildcard src/htlb/*.c)
 # (the command and libhugetlbfs.so.0); json.c, the JSON writer (the command and the bench).
 COMMON_SRC := $(wildcard src/common/*.c)
 RT_CORE_SRC := $(filter-out src/runtime/malloc/interpose.c src/runtime/program/mmap.c \
-	src/runtime/program/mremap.c src/runtime/program/libc_syscall.c,$(RT_SRC))
+	src/runtime/program/mremap.c src/runtime/program/libc_syscall.c \
+	src/runtime/program/userns.c,$(RT_SRC))
 RTEST_SRC := $(wildcard tests/runtime/*/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_HELP := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))

@@ -231,8 +231,13 @@ bool pages_near_limit(void);
  * unmapped. */
 bool pages_watch_map(void *p, size_t len);
 bool pages_touched(void);
-/* In a forked child: the looks' thread of dense by touch is not there (backing.c). */
+/* In a forked child: the looks' thread of dense by touch is not there (touched.c). */
 void dense_fork_child(void);
+/* Ends the looks' thread of dense by touch and starts none until the matching resume
+ * (a call that needs the process single-threaded: program/userns.c). Returns the
+ * kernel's id of the thread it ended, or 0. */
+pid_t pages_looks_pause(void);
+void pages_looks_resume(void);
 void pages_watch_forget(uintptr_t a, size_t len);
 void pages_stats(struct rt_stats *st);
 /* Counts a program's mmap served by mmap.c (large: aligned; else from units). */

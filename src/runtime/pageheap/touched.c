@@ -272,50 +272,107 @@ static int look_once(void)
  * call; after LOOK_IDLE looks with nothing watched it ends (a program that holds no
  * sparse block holds no thread of ours), and the next watched unit starts another.
  * look_state: 1 while it runs, 0 with none, -1 if none could be made (the looks come
- * after allocations then). A forked child has none (dense_fork_child); a vfork child,
- * sharing the parent's memory, sees the parent's and starts none. */
+ * after allocations then). It is joinable, so that a call that needs the process to
+ * be single-threaded (unshare(CLONE_NEWUSER)) can end it first and wait until it is
+ * gone (pages_looks_pause); an ended one is joined before the next starts. look_mu
+ * guards the rest: the id, whether it is to be joined, the stop asked, the pauses.
+ * A forked child has none (dense_fork_child); a vfork child, sharing the parent's
+ * memory, sees the parent's and starts none. */
 #define LOOK_IDLE 100
 #define LOOK_SLOWEST (DENSE_NS * 64)
 static _Atomic int look_state;
+static pthread_mutex_t look_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t look_cv; /* (on CLOCK_MONOTONIC: look_cv_init) */
+static pthread_t look_id;
+static bool look_joinable, look_stop;
+static unsigned look_paused;
+static _Atomic pid_t look_tid; /* the thread's id in the kernel, while it runs */
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef int (*join_fn)(pthread_t, void **);
+
+static void look_cv_init(void)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&look_cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+/* Waits ns, or until a stop is asked; true if one was. Under look_mu. */
+static bool look_wait(uint64_t ns)
+{
+	ns += heap_now_ns(); /* (CLOCK_MONOTONIC) */
+	struct timespec at = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	while (!look_stop && pthread_cond_timedwait(&look_cv, &look_mu, &at) == 0)
+		;
+	return look_stop;
+}
 
 static void *look_thread(void *arg)
 {
 	(void)arg;
 	uint64_t wait = DENSE_NS;
-	for (int idle = 0; idle < LOOK_IDLE;) {
-		struct timespec ts = { (time_t)(wait / 1000000000u), (long)(wait % 1000000000u) };
-		nanosleep(&ts, NULL);
+	atomic_store(&look_tid, heap_tid());
+	pthread_mutex_lock(&look_mu);
+	for (int idle = 0; idle < LOOK_IDLE && !look_wait(wait);) {
+		pthread_mutex_unlock(&look_mu);
 		atomic_store(&look_at, heap_now_ns());
 		int made = atomic_load_explicit(&look_pending, memory_order_relaxed) ? look_once() : -1;
 		idle = made < 0 ? idle + 1 : 0;
 		/* (Units that stay sparse are looked at less and less often.) */
 		wait = made > 0 || made < 0 ? DENSE_NS : wait * 2 > LOOK_SLOWEST ? LOOK_SLOWEST : wait * 2;
+		pthread_mutex_lock(&look_mu);
 	}
 	atomic_store(&look_state, 0);
+	pthread_mutex_unlock(&look_mu);
 	/* (A unit watched just before the store: the next allocation starts a thread.) */
 	return NULL;
 }
 
-/* Starts the looks' thread if this process has none; false if it cannot (then the
- * looks come after allocations). Without the lock: pthread_create may malloc. */
-static bool look_start(void)
+/* Joins the thread, if there is one to join: one that ended (look_state 0 while
+ * look_mu is held: it is past its last use of look_mu) with look_mu held, one that
+ * runs told to stop first, with look_mu dropped meanwhile. Under look_mu. */
+static void look_join(void)
 {
-	int cur = atomic_load(&look_state);
-	if (cur != 0 || !atomic_compare_exchange_strong(&look_state, &cur, 1))
-		return cur != -1;
-	typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	join_fn join = (join_fn)dlsym(RTLD_NEXT, "pthread_join");
+	if (!look_joinable || !join)
+		return;
+	pthread_t t = look_id;
+	look_joinable = false;
+	if (atomic_load(&look_state) == 0) {
+		join(t, NULL);
+		return;
+	}
+	look_stop = true;
+	pthread_cond_signal(&look_cv);
+	pthread_mutex_unlock(&look_mu);
+	join(t, NULL);
+	pthread_mutex_lock(&look_mu);
+	look_stop = false;
+	atomic_store(&look_state, 0);
+}
+
+/* Makes the thread; look_state is 1 already (an allocation pthread_create makes
+ * finds it so, and starts none). Under look_mu. */
+static bool look_create(void)
+{
+	static bool cv_made;
+	if (!cv_made) {
+		look_cv_init();
+		cv_made = true;
+	}
 	create_fn create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
 	pthread_attr_t a;
-	pthread_t t;
 	sigset_t all, old;
 	int r = -1;
 	if (create && pthread_attr_init(&a) == 0) {
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 		pthread_attr_setstacksize(&a, (size_t)64 << 10);
 		/* (No signal of the program's is ever delivered to it.) */
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
-		r = create(&t, &a, look_thread, NULL);
+		r = create(&look_id, &a, look_thread, NULL);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		pthread_attr_destroy(&a);
 	}
@@ -325,14 +382,62 @@ static bool look_start(void)
 			   "they come after allocations", r);
 		return false;
 	}
-	pthread_setname_np(t, "superpage-look");
+	look_joinable = true;
+	pthread_setname_np(look_id, "superpage-look");
 	return true;
+}
+
+/* Starts the looks' thread if this process has none and none is paused; false if
+ * it cannot (then the looks come after allocations). Without the page heap's lock:
+ * pthread_create may malloc. */
+static bool look_start(void)
+{
+	int cur = atomic_load(&look_state);
+	if (cur != 0)
+		return cur == 1;
+	pthread_mutex_lock(&look_mu);
+	bool ok = atomic_load(&look_state) == 1;
+	if (atomic_load(&look_state) == 0 && !look_paused) {
+		look_join(); /* (the one that ended, if any: look_mu stays held) */
+		atomic_store(&look_state, 1);
+		ok = look_create();
+	}
+	pthread_mutex_unlock(&look_mu);
+	return ok;
+}
+
+pid_t pages_looks_pause(void)
+{
+	pid_t tid = 0;
+	if (!pg.touched)
+		return 0;
+	pthread_mutex_lock(&look_mu);
+	look_paused++;
+	if (look_joinable) {
+		tid = atomic_load(&look_tid);
+		look_join();
+	}
+	pthread_mutex_unlock(&look_mu);
+	return tid;
+}
+
+void pages_looks_resume(void)
+{
+	if (!pg.touched)
+		return;
+	pthread_mutex_lock(&look_mu);
+	if (look_paused)
+		look_paused--;
+	pthread_mutex_unlock(&look_mu);
 }
 
 void dense_fork_child(void)
 {
-	int running = 1;
-	atomic_compare_exchange_strong(&look_state, &running, 0);
+	pthread_mutex_init(&look_mu, NULL);
+	look_cv_init();
+	look_joinable = look_stop = false;
+	look_paused = 0;
+	atomic_store(&look_state, 0);
 	atomic_store(&looking, false);
 }
 

@@ -182,4 +182,11 @@ static inline uint64_t heap_now_ns(void)
 	return sp_os->now_ns();
 }
 
+/* ---- the calling thread's id in the kernel ---- */
+
+static inline pid_t heap_tid(void)
+{
+	return sp_os->gettid();
+}
+
 #endif

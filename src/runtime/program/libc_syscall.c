@@ -2,9 +2,11 @@
  * through it (SBCL maps its heap with syscall(SYS_mmap, ...)) go to the runtime's
  * mmap, munmap, mprotect, madvise and mremap, as if it had called those, so that
  * memory of the heap's range is never unmapped or changed behind the runtime's back;
- * every other call goes to the kernel as libc's would. The runtime's own calls never
+ * unshare and setns go to userns.c's; every other call goes to the kernel as libc's
+ * would. The runtime's own calls never
  * come here (internal.h names sp_syscall; the program room's go through kern.c). With
  * kern.c, the one file of the room that makes a system call. */
+#include <sched.h>
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -40,6 +42,10 @@ EXPORT long syscall(long n, ...)
 	case SYS_mremap:
 		return map_result(mremap((void *)a[0], (size_t)a[1], (size_t)a[2], (int)a[3],
 					 (void *)a[4]));
+	case SYS_unshare: /* (userns.c: the runtime's thread ended first) */
+		return unshare((int)a[0]);
+	case SYS_setns:
+		return setns((int)a[0], (int)a[1]);
 	default:
 		return sp_syscall_a(n, a); /* (-1 and errno, as libc's) */
 	}

@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/runtime/lib.sh
 . "$here/../lib.sh"
 both_start heap common/torture common/sweep heap/churn heap/affine heap/bigblock heap/spread \
-	heap/blocks heap/sparse heap/callocs
+	heap/blocks heap/sparse heap/callocs heap/userns
 
 # ---------- the torture test under each backing ----------
 
@@ -289,6 +289,29 @@ PY
 	if [[ $why == ok* ]]; then pass $name "moved: ${why#ok }"; else fail $name "$why"; fi
 }
 
+# unshare(CLONE_NEWUSER) needs the process single-threaded: under auto, dense by touch,
+# the runtime's looks' thread runs while a block is watched (heap/userns.c), and is
+# ended for the call (program/userns.c), by libc's unshare or by syscall().
+test_touched_unshare() { # libc|syscall
+	local name=touched_unshare_$1
+	need_run "$name" || return
+	plain "$P/userns" "$1"
+	if [ "$prc" != 0 ]; then
+		skip $name "unshare(CLONE_NEWUSER) fails here without superpage: $(grep '^unshare=' "$tmp/plain.out")"
+		return
+	fi
+	SUPERPAGE_DENSE_TOUCHED=yes sprun -- "$P/userns" "$1"
+	local before
+	before=$(sed -n 's/^threads_before=//p' "$tmp/sp.out")
+	if [ "$src" != 0 ]; then
+		fail $name "exit $src with the runtime's thread ($before threads): $(grep '^unshare=' "$tmp/sp.out") $(oneline "$tmp/sp.err")"
+	elif [ "${before:-0}" -lt 2 ]; then
+		fail $name "the looks' thread was not running ($before threads): nothing tested"
+	else
+		pass $name "unshare(CLONE_NEWUSER) ok with the looks' thread running before ($before threads)"
+	fi
+}
+
 # calloc of a block that lies across units (heap/callocs.c): only its end units, which
 # the heap had in use, are zeroed by hand; the units between, fresh from the kernel,
 # stay untouched (a 17 MB calloc after a few blocks used to be written whole: 16.6 MB
@@ -405,6 +428,8 @@ test_sparse_block mmap
 test_sparse_block reserve
 test_touched_block_huge
 test_touched_block_moved
+test_touched_unshare libc
+test_touched_unshare syscall
 test_heap_affine
 test_block_pool_short
 test_large_spread
