@@ -414,8 +414,8 @@ pid_t pages_looks_pause(void)
 	pthread_mutex_lock(&look_mu);
 	look_paused++;
 	if (look_joinable) {
-		tid = atomic_load(&look_tid);
 		look_join();
+		tid = atomic_load(&look_tid); /* (read once it ran: it set it first) */
 	}
 	pthread_mutex_unlock(&look_mu);
 	return tid;
