@@ -1,6 +1,7 @@
-/* malloc.c - malloc throughput (mixed sizes, larson hand-offs, realloc'd strings) under any malloc.
+/* malloc.c - malloc throughput (mixed sizes, larson hand-offs, realloc'd strings, bursts)
+ * under any malloc.
  *
- * usage: malloc KERNEL THREADS [SECONDS]     KERNEL: mixed, larson or realloc
+ * usage: malloc KERNEL THREADS [SECONDS]     KERNEL: mixed, larson, realloc or burst
  *        malloc --size THREADS                 mixed for 0.5 s, as superpage bench runs it
  *
  * A plain C program with no superpage calls: bench/compare.sh runs it under glibc,
@@ -42,6 +43,11 @@
 #define QUEUE_CAP 4096
 #define QUEUE_BURST 64
 
+/* burst: blocks of a size malloc'd and filled, then all freed, in bursts of these counts */
+#define BURST_CALLS (1u << 15)
+static const unsigned burst_counts[] = { 25, 100, 400, 1600 };
+static const size_t burst_sizes[] = { 16, 32, 64 };
+
 /* realloc: strings built at once, appends per batch, the pattern they copy from */
 #define REALLOC_ACTIVE 4
 #define REALLOC_APPENDS (1u << 17)
@@ -51,8 +57,8 @@
 #define STEP_STRING_MAX ((size_t)256 << 10)
 #define SAMPLES 16
 
-enum kernel { K_MIXED, K_LARSON, K_REALLOC };
-static const char *const kernel_names[] = { "mixed", "larson", "realloc" };
+enum kernel { K_MIXED, K_LARSON, K_REALLOC, K_BURST, NKERNEL };
+static const char *const kernel_names[] = { "mixed", "larson", "realloc", "burst" };
 
 struct queue {
 	_Alignas(CACHE_LINE) _Atomic uint32_t head; /* next to pop; the consumer's */
@@ -455,6 +461,57 @@ static void *realloc_thread(void *arg)
 	return NULL;
 }
 
+/* ---------- burst: a burst of blocks malloc'd, filled, then all freed ---------- */
+
+/* For each size and each count, bursts of that many blocks of that size until about
+ * BURST_CALLS mallocs: each block filled with words of its own, each read back before
+ * its free. A thread's cache of a class holds the small bursts; the long ones go
+ * through whatever is behind it. */
+static void *burst_thread(void *arg)
+{
+	struct worker *w = arg;
+	uint32_t **p = malloc(1600 * sizeof *p);
+	if (!p)
+		die_oom(1600 * sizeof *p);
+	pthread_barrier_wait(&start_line);
+	do {
+		uint64_t sum = 0, ops = 0;
+		for (size_t z = 0; z < sizeof burst_sizes / sizeof *burst_sizes; z++) {
+			size_t size = burst_sizes[z], words = size / sizeof **p;
+			for (size_t c = 0; c < sizeof burst_counts / sizeof *burst_counts; c++) {
+				unsigned n = burst_counts[c];
+				for (uint32_t rep = 0; rep < BURST_CALLS / n; rep++) {
+					for (unsigned i = 0; i < n; i++) {
+						p[i] = malloc(size);
+						if (!p[i])
+							die_oom(size);
+						for (size_t k = 0; k < words; k++)
+							p[i][k] = i * 131u + (uint32_t)k;
+					}
+					for (unsigned i = 0; i < n; i++) {
+						for (size_t k = 0; k < words; k++)
+							if (p[i][k] != i * 131u + (uint32_t)k)
+								wrong(w, "burst: a block of %zu bytes did not "
+								      "hold what was written", size);
+						sum += p[i][words - 1];
+						free(p[i]);
+					}
+					ops += 2 * n;
+				}
+			}
+		}
+		if (w->batches == 0)
+			w->batch_sum = sum;
+		else if (sum != w->batch_sum)
+			wrong(w, "burst: batch %" PRIu64 " read checksum %016" PRIx64 ", batch 1 %016" PRIx64,
+			      w->batches + 1, sum, w->batch_sum);
+		w->batches++;
+		w->ops += ops;
+	} while (!should_stop());
+	free(p);
+	return NULL;
+}
+
 /* ---------- main ---------- */
 
 static void usage(FILE *f)
@@ -467,6 +524,8 @@ static void usage(FILE *f)
 		"           which frees them (through a lock-free queue of %d)\n"
 		"  realloc  strings of 64 B-6 MiB built by appending 1 B-4 KiB chunks, grown by\n"
 		"           realloc geometrically or to the exact length, then freed\n"
+		"  burst    bursts of 25 to 1600 blocks of 16, 32 and 64 B malloc'd and filled,\n"
+		"           then all freed\n"
 		"THREADS from 1 to %d, SECONDS the time to run (default 1; whole batches).\n"
 		"Prints: kernel=K threads=N ops_per_s=X seconds=S checksum=C\n"
 		"(ops: calls to malloc, free and realloc; the checksum is the same under any malloc)\n",
@@ -491,11 +550,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int k;
-	for (k = 0; k < 3; k++)
+	for (k = 0; k < NKERNEL; k++)
 		if (!strcmp(argv[1], kernel_names[k]))
 			break;
-	if (k == 3) {
-		fprintf(stderr, "malloc: unknown kernel '%s' (mixed, larson, realloc)\n", argv[1]);
+	if (k == NKERNEL) {
+		fprintf(stderr, "malloc: unknown kernel '%s' (mixed, larson, realloc, burst)\n", argv[1]);
 		return 2;
 	}
 	char *end;
@@ -532,8 +591,8 @@ int main(int argc, char **argv)
 		memcpy(pattern + PATTERN_LEN, pattern, CHUNK_MAX);
 	}
 
-	void *(*fn)(void *) = kernel == K_MIXED ? mixed_thread :
-			      kernel == K_LARSON ? larson_thread : realloc_thread;
+	void *(*fn)(void *) = kernel == K_MIXED ? mixed_thread : kernel == K_LARSON ? larson_thread :
+			      kernel == K_REALLOC ? realloc_thread : burst_thread;
 	pthread_barrier_init(&start_line, NULL, (unsigned)n_threads + 1);
 	for (int i = 0; i < n_threads; i++) {
 		workers[i].index = i;

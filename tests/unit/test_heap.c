@@ -439,8 +439,8 @@ static void test_bad_frees_abort(void)
 }
 
 /* A write after free into the first word of a freed small object, while it waits in
- * the thread's cache or (three batches freed: the first went back) on its span's
- * list: no malloc of its class returns the address written. In the cache the write
+ * the thread's cache or (a batch more freed than its magazine holds once grown: the
+ * first went back) on its span's list: no malloc of its class returns the address written. In the cache the write
  * changes nothing malloc reads (the cache holds the objects' addresses, not links in
  * them: malloc.c), and the next malloc gives the written object itself back; on the
  * span the child aborts at the check of the link (central.c) instead. (The second
@@ -452,7 +452,7 @@ static unsigned uaf_which; /* 0: the last freed (in the cache), 1: the first (on
 
 static void freed_link_written(void)
 {
-	unsigned n = 3 * class_batch(class_of(uaf_size)) + 2;
+	unsigned c = class_of(uaf_size), n = malloc_mag_most(c) + class_batch(c) + 2;
 	void **o = malloc(n * sizeof *o); /* (glibc's: the test's own bookkeeping) */
 	if (!o)
 		_exit(1);
@@ -490,7 +490,7 @@ static void test_freed_link_written_not_followed(void)
 }
 
 /* Runs of small mallocs, then their frees in a random order, of one size a round,
- * past a magazine's two batches both ways (it refills from the central lists, and
+ * past what a magazine holds both ways (it refills from the central lists, and
  * gives its older batch back): every 16 steps the thread's magazines and the central
  * lists recompute; no block's bytes change while it is in use (two blocks given out
  * at once would write each other's); a child forked with full magazines finds them
@@ -934,6 +934,55 @@ static void test_cross_thread_free(void)
 	CHECK_EQ(st1.mallocs - st0.mallocs, st1.frees - st0.frees);
 }
 
+/* A burst of 1600 objects of 16 bytes, malloc'd then all freed, twice, in a thread of
+ * its own (its magazines start at two batches): the magazine grows to hold them all,
+ * a batch at a time, and the second burst leaves it as full (no batch taken or given
+ * back); objects freed by a
+ * thread that mallocs none of their class grow nothing (they go back to their spans
+ * past two batches). */
+enum { BURST = 1600 };
+static void *burst[BURST];
+
+static void *burst_thread(void *arg)
+{
+	unsigned c = class_of(16), *held = arg;
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < BURST; i++)
+			burst[i] = rt_malloc(16);
+		for (int i = 0; i < BURST; i++)
+			rt_free(burst[i]);
+		held[round] = malloc_mag_count(c);
+	}
+	held[2] = malloc_cache_check() == NULL;
+	return NULL;
+}
+
+static void *burst_free_thread(void *arg)
+{
+	for (int i = 0; i < BURST; i++)
+		rt_free(burst[i]);
+	*(unsigned *)arg = malloc_mag_count(class_of(16));
+	return NULL;
+}
+
+static void test_magazine_grows_for_bursts(void)
+{
+	unsigned c = class_of(16), held[3] = { 0 }, freed_only = 0;
+	pthread_t t;
+	CHECK(malloc_mag_most(c) >= BURST);
+	pthread_create(&t, NULL, burst_thread, held);
+	pthread_join(t, NULL);
+	CHECK(held[0] >= BURST); /* (and what its last refill took past the burst) */
+	CHECK_EQ(held[1], held[0]);
+	CHECK(held[2]);
+	for (int i = 0; i < BURST; i++)
+		burst[i] = rt_malloc(16);
+	pthread_create(&t, NULL, burst_free_thread, &freed_only);
+	pthread_join(t, NULL);
+	CHECK(freed_only <= 2 * class_batch(c));
+	CHECK(central_check() == NULL);
+}
+
 static volatile int stop;
 static void *churn(void *arg)
 {
@@ -1023,6 +1072,7 @@ int main(void)
 	RUN(test_bad_frees_abort);
 	RUN(test_freed_link_written_not_followed);
 	RUN(test_magazines_consistent);
+	RUN(test_magazine_grows_for_bursts);
 	RUN(test_stale_mark_not_freed);
 	RUN(test_hugetlb_into_refused_move);
 	RUN(test_realloc_grows_seldom_moves);

@@ -48,6 +48,13 @@ struct tcache {
 	void **mag;                  /* the magazines' block, NULL for none */
 	int state;
 	unsigned owner;              /* its slot (1 + index), 0 for none */
+	/* A magazine grows (mag_grow) past its two batches, a batch at a time, when its
+	 * class both emptied it (refilled, swung) and fills it: a program that mallocs a
+	 * burst of objects, then frees them all, would else send the part past two
+	 * batches through the central lists both ways at every burst. grown: the bytes
+	 * of objects the thread's magazines may hold past their two batches. */
+	uint8_t swung[NCLASS];
+	size_t grown;
 	/* Not yet added to the global counts: added when they reach FLUSH_BYTES or
 	 * FLUSH_CALLS, when the thread exits and when it asks for the stats. */
 	int64_t d_in_use;
@@ -56,20 +63,31 @@ struct tcache {
 /* (Initialised, not zero: a zero magazine's top would be NULL, which a pop reads.) */
 static __thread struct tcache tc = { .list = { [0 ... NCLASS] = { MAG_NONE, MAG_NONE } } };
 
-/* Where class c's magazine starts in a thread's block, in slots (its bottom, then two
- * batches), and the block's bytes. A thread with a slot keeps the block in the
- * slot's place for the next thread that takes the slot (its bottoms stay NULL: no
- * write reaches them), so threads that come and go map none; a thread without a slot
- * maps one of its own and unmaps it as it exits. The block is address space until a
- * class is used: each class's magazine is resident as it is, up to 4 KiB (two
- * batches of 255 objects of 16 bytes). */
+/* Where class c's magazine starts in a thread's block, in slots (its bottom, then room
+ * for MAG_BATCHES_MOST batches), and the block's bytes. A thread with a slot keeps the
+ * block in the slot's place for the next thread that takes the slot (its bottoms stay
+ * NULL: no write reaches them), so threads that come and go map none; a thread
+ * without a slot maps one of its own and unmaps it as it exits. The block is address
+ * space until a class is used: each class's magazine is resident as far as it is
+ * used, 4 KiB for two batches of 255 objects. */
 static uint32_t mag_at[NCLASS];
 static size_t mag_bytes;
 static void **slot_mag[CENTRAL_SLOTS];
 
+/* A magazine's batches: at first, and at most once grown; the bytes of objects a
+ * thread's magazines may hold past their first two batches, all classes together. */
+#define MAG_BATCHES 2
+#define MAG_BATCHES_MOST 8
+#define MAG_GROWN_MAX ((size_t)256 << 10)
+
 static unsigned mag_size(unsigned c)
 {
-	return 2 * class_batch(c);
+	return MAG_BATCHES * class_batch(c);
+}
+
+unsigned malloc_mag_most(unsigned c)
+{
+	return MAG_BATCHES_MOST * class_batch(c);
 }
 
 /* The calling thread's cache, addressed from the thread pointer: list entries at an
@@ -220,7 +238,7 @@ bool malloc_init(void)
 	size_t at = 0;
 	for (unsigned c = 0; c < NCLASS; c++) {
 		mag_at[c] = (uint32_t)at;
-		at += 1 + mag_size(c);
+		at += 1 + malloc_mag_most(c);
 	}
 	mag_bytes = (at * sizeof(void *) + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
 	rt_check = rt_options()->check;
@@ -241,6 +259,8 @@ static inline struct tcache *tc_get(void)
 		tc.list[1 + c].top = tc.mag + mag_at[c];
 		tc.list[1 + c].end = tc.mag + mag_at[c] + mag_size(c);
 	}
+	memset(tc.swung, 0, sizeof tc.swung);
+	tc.grown = 0;
 	pthread_setspecific(exit_key, &tc);
 	return &tc;
 }
@@ -283,6 +303,7 @@ static __attribute__((noinline)) void *small_refill(unsigned cls)
 		unsigned n = central_take(t->owner, cls, class_batch(cls), bottom + 1);
 		if (n == 0)
 			return NULL;
+		t->swung[cls] = 1;
 		count_by(t, (int64_t)(n * class_size(cls)));
 		o = bottom[n];
 		l->top = bottom + n - 1;
@@ -320,6 +341,24 @@ static inline void *small_alloc(unsigned cls)
 	return __builtin_expect(o != NULL, 1) ? o : small_refill(cls);
 }
 
+/* Class cls's full magazine in thread cache t grows by a batch, if the class swung
+ * (its magazine emptied since the thread began) and it has room and the thread's
+ * budget allows: whether it grew. A thread that only frees objects of a class (others
+ * malloc them) does not grow it: a longer magazine would only hold them longer. */
+static bool mag_grow(struct tcache *t, unsigned cls)
+{
+	struct tc_list *l = &t->list[1 + cls];
+	unsigned b = class_batch(cls);
+	size_t bytes = (size_t)b * class_size(cls);
+	void **bottom = t->mag + mag_at[cls];
+	if (!t->swung[cls] || (size_t)(l->end - bottom) + b > malloc_mag_most(cls) ||
+	    t->grown + bytes > MAG_GROWN_MAX)
+		return false;
+	l->end += b;
+	t->grown += bytes;
+	return true;
+}
+
 /* The slow half of a small free (small_free checked p; its free mark is set here,
  * after the checking mode's look at the bytes it lies on): into a full magazine, or
  * with no magazine. */
@@ -338,12 +377,12 @@ static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 	}
 	t->d_frees++;
 	struct tc_list *l = &t->list[1 + cls];
-	if (l->top == l->end) { /* (else the first free of a thread) */
-		/* The older batch goes back, the newer moves down. */
+	if (l->top == l->end && !mag_grow(t, cls)) { /* (else the first free of a thread) */
+		/* The older batch goes back, the newer ones move down. */
 		unsigned b = class_batch(cls);
 		void **first = t->mag + mag_at[cls] + 1;
 		put_back(cls, first, b, t);
-		memmove(first, first + b, (mag_size(cls) - b) * sizeof *first);
+		memmove(first, first + b, (size_t)(l->top - first + 1 - b) * sizeof *first);
 		l->top -= b;
 	}
 	*++l->top = p;
@@ -827,7 +866,7 @@ static void sort_addresses(uintptr_t *a, unsigned n)
 
 const char *malloc_cache_check(void)
 {
-	uintptr_t seen[2 * 255];
+	uintptr_t seen[MAG_BATCHES_MOST * 255]; /* (16 KiB of a test's stack) */
 	for (unsigned c = 0; c <= NCLASS; c++) {
 		const struct tc_list *l = &tc.list[c];
 		if (c == 0 || !tc.mag) {
@@ -836,7 +875,9 @@ const char *malloc_cache_check(void)
 			continue;
 		}
 		void **bottom = tc.mag + mag_at[c - 1];
-		if (l->end != bottom + mag_size(c - 1) || l->top < bottom || l->top > l->end)
+		size_t cap = (size_t)(l->end - bottom);
+		if (cap < mag_size(c - 1) || cap > malloc_mag_most(c - 1) || cap % class_batch(c - 1) ||
+		    l->top < bottom || l->top > l->end)
 			return "a magazine's top or end is outside it";
 		if (*bottom)
 			return "a magazine's bottom is not NULL";
@@ -854,6 +895,11 @@ const char *malloc_cache_check(void)
 				return "an object is in a magazine twice";
 	}
 	return NULL;
+}
+
+unsigned malloc_mag_count(unsigned c)
+{
+	return tc.mag ? (unsigned)(tc.list[1 + c].top - (tc.mag + mag_at[c])) : 0;
 }
 
 /* The forking thread's slot (1 + index; 0: none), which a child keeps (life.c). */

@@ -244,6 +244,10 @@ unsigned malloc_thread_slot(void);
  * bottom and its end, its bottom NULL, every object in it an object of its class, none
  * twice; the first thing wrong, or NULL. */
 const char *malloc_cache_check(void);
+/* The most objects of class c a thread's magazine holds, once grown; and what the
+ * calling thread's holds now (for the tests). */
+unsigned malloc_mag_most(unsigned c);
+unsigned malloc_mag_count(unsigned c);
 
 /* ---- the checking mode (check.c; --check, SUPERPAGE_CHECK) ---- */
 /* Set once at the start (malloc_init), never changed: the threads' caches then hold
