@@ -58,7 +58,7 @@ if [ $# -eq 2 ]; then
 fi
 GUPS_ROUNDS=3
 GUPS_SIZE=1G
-KERNELS=(mixed larson realloc)
+KERNELS=(mixed larson realloc burst)
 THREADS=(1 2)
 
 SP=$B/superpage
@@ -315,6 +315,7 @@ echo "M ops/s: calls to malloc, free and realloc a second, all threads together;
 echo "  mixed    random malloc/free of 8 B-64 KiB (mostly <= 1 KiB) over 4096 slots a thread"
 echo "  larson   16 B-4 KiB blocks malloc'd by one thread, freed by the next"
 echo "  realloc  strings of 64 B-6 MiB built by appends, grown by realloc"
+echo "  burst    bursts of 25-1600 blocks of 16-64 B malloc'd and filled, then all freed"
 declare -A MED
 printf '%-8s %7s' kernel threads
 for a in "${ALLOCS[@]}"; do printf ' %15s' "$a"; done
