@@ -333,11 +333,13 @@ compat: all
 .PHONY: compat
 
 # Real programs' own speed (bench/real/realbench.sh --help): the quick set, or with
-# FULL=1 the full one; ROUNDS=3 for a shorter run, ONLY=redis,sqlite for a part. Writes
-# its section of doc/BENCHMARKS.md.
+# FULL=1 the full one; ROUNDS=3 for a shorter run, ONLY=redis,sqlite for a part; PEERS=1
+# with the peers beside (SYSFS=1: THP 'always' too, as root). Writes its section of
+# doc/BENCHMARKS.md.
 realbench: all
 	@bash bench/real/realbench.sh $(if $(FULL),--full) $(if $(ROUNDS),--rounds $(ROUNDS)) \
-		$(if $(ONLY),--only $(ONLY)) $(if $(NOTE),--note "$(NOTE)") $(B)
+		$(if $(ONLY),--only $(ONLY)) $(if $(NOTE),--note "$(NOTE)") \
+		$(if $(PEERS),--peers) $(if $(SYSFS),--allow-sysfs) $(B)
 
 .PHONY: realbench
 

@@ -9,7 +9,8 @@
 #   --full           the full set too (default: the quick set)
 #   --only W,...     these workloads only
 #   --rounds N       rounds for each workload (default 5)
-#   --peers          also bench's --peers (glibc hugetlb, mimalloc, jemalloc)
+#   --peers          also bench's --peers (glibc hugetlb, mimalloc, jemalloc, tcmalloc)
+#   --allow-sysfs    with --peers, also THP 'always' (bench's --allow-sysfs: root)
 #   --backing B,...  the variants beside plain (default: auto,2m)
 #   --work DIR       where the workloads are (default: bench/real/work)
 #   --out DIR        results, logs and bench's JSON (default: BUILD_DIR/realbench)
@@ -18,13 +19,14 @@
 #   --no-pools       no --setup-pools (not root, or the pools are set by hand)
 #   --note TEXT      a line for the table (the machine's state, say)
 # A workload is a bash file of its own (see bench/real/work/README); the results, logs
-# and bench's JSON are under OUT. Exit status: 0; 1 if a workload's run
+# and bench's JSON are under OUT (a workload's replaced when it runs again, the others'
+# kept). Exit status: 0; 1 if a workload's run
 # or its check failed; 2 for bad options.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 full=0 only='' rounds=5 peers=0 backing=auto,2m work=$here/work data='' doc=$top/doc/BENCHMARKS.md
-pools=1 note='' out=''
+pools=1 note='' out='' sysfs=0
 usage() { sed -n 's/^# usage: /usage: /p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -32,6 +34,7 @@ while [ $# -gt 0 ]; do
 	--only) only=${2:?}; shift ;;
 	--rounds) rounds=${2:?}; shift ;;
 	--peers) peers=1 ;;
+	--allow-sysfs) sysfs=1 ;;
 	--backing) backing=${2:?}; shift ;;
 	--work) work=${2:?}; shift ;;
 	--data) data=${2:?}; shift ;;
@@ -39,7 +42,7 @@ while [ $# -gt 0 ]; do
 	--doc) doc=${2:?}; shift ;;
 	--no-pools) pools=0 ;;
 	--note) note=${2:?}; shift ;;
-	-h | --help) sed -n '2,23s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	-*) echo "realbench: no option $1" >&2; usage ;;
 	*) break ;;
 	esac
@@ -54,7 +57,6 @@ out=${out:-$B/realbench}
 data=${data:-$out/data}
 mkdir -p "$out" "$data"
 out=$(cd "$out" && pwd) data=$(cd "$data" && pwd)
-rm -f "$out"/*.json "$out"/*.txt "$out"/*.log "$out"/*.skip
 # shellcheck source=bench/real/lib.sh
 . "$here/lib.sh"
 
@@ -86,6 +88,9 @@ for f in "$work"/*.sh; do
 	names+=("$n")
 done
 [ ${#names[@]} -gt 0 ] || { echo "realbench: no workload matched" >&2; exit 2; }
+for n in "${names[@]}"; do
+	rm -f "$out/$n.json" "$out/$n.txt" "$out/$n.log" "$out/$n.skip"
+done
 
 # where the workloads find their helpers, in their description and their prepare (a
 # variable set only for the . would be gone by the time prepare runs)
@@ -99,6 +104,7 @@ made=bench/real/realbench.sh
 [ "$rounds" != 5 ] && made="$made --rounds $rounds"
 [ "$backing" != auto,2m ] && made="$made --backing $backing"
 [ $peers = 1 ] && made="$made --peers"
+[ $sysfs = 1 ] && made="$made --allow-sysfs"
 [ $pools = 0 ] && made="$made --no-pools"
 # The section of doc/BENCHMARKS.md, written again after each workload: a run cut short
 # leaves the table of what it finished.
@@ -150,6 +156,7 @@ for n in "${names[@]}"; do
 	[ "$lower" = 1 ] && args+=(--metric-lower)
 	[ -n "$ignore" ] && args+=(--ignore "$ignore")
 	[ $peers = 1 ] && args+=(--peers)
+	[ $sysfs = 1 ] && args+=(--allow-sysfs)
 	[ $pools = 1 ] && args+=(--setup-pools)
 	echo "realbench: $n: superpage ${args[*]} -- bash $here/workload.sh $work/$n.sh $wd" >&2
 	"$cli" "${args[@]}" -- bash "$here/workload.sh" "$work/$n.sh" "$wd" >"$out/$n.txt"

@@ -65,6 +65,8 @@ void bench_plan_peers(struct bench *b)
 		      "MIMALLOC_ALLOW_LARGE_OS_PAGES=1", "MIMALLOC_LARGE_OS_PAGES=1");
 	add_allocator(b, "jemalloc", "libjemalloc.so.2", "libjemalloc2",
 		      "MALLOC_CONF=thp:always,metadata_thp:always", NULL);
+	/* (gperftools' tcmalloc has no huge page option of its own.) */
+	add_allocator(b, "tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", NULL, NULL);
 	/* A user's command has no build of its own with sp_alloc arrays. */
 	if (!b->command) {
 		add_variant(b, "ideal-2m", BENCH_HOW_IDEAL, "2m");
