@@ -35,7 +35,14 @@ fi
 bg_run() { # args for fall_block...
 	"$SP" run --backing 2m -- "$FB" "$@" >"$tmp/out" 2>"$tmp/err" &
 	bgpid=$!
-	(sleep "$LIMIT"; kill -9 "$bgpid") 2>/dev/null &
+	# (the guard ends its sleep when it is killed: a sleep left behind would hold the
+	# pool lock's descriptor for LIMIT seconds after the test)
+	(
+		sleep "$LIMIT" &
+		s=$!
+		trap 'kill $s; exit 0' TERM
+		wait $s && kill -9 "$bgpid"
+	) 2>/dev/null &
 	local guard=$!
 	wait "$bgpid"
 	rc=$?
