@@ -983,6 +983,73 @@ static void test_magazine_grows_for_bursts(void)
 	CHECK(central_check() == NULL);
 }
 
+/* Objects one thread mallocs and another frees: past the freeing thread's magazine
+ * they wait in the owner's inbox (the freeing thread takes no lock of the owner's),
+ * until the owner's next refill puts them back on its spans; once the owner has
+ * exited, they go to their spans at once. The lists recompute whole after each step. */
+enum { HANDED = 2000 };
+static void *handed[HANDED];
+static unsigned handed_slot;
+static pthread_barrier_t handed_made, handed_freed;
+
+static void *hand_maker(void *arg)
+{
+	bool stay = arg != NULL;
+	for (int i = 0; i < HANDED; i++)
+		handed[i] = rt_malloc(16);
+	handed_slot = malloc_thread_slot();
+	if (!stay)
+		return NULL;
+	pthread_barrier_wait(&handed_made);
+	pthread_barrier_wait(&handed_freed);
+	unsigned c = class_of(16), waiting = central_inbox_count(handed_slot, c);
+	/* a refill takes them back: more mallocs than its magazine holds */
+	unsigned n = malloc_mag_most(c) + 1;
+	void **more = malloc(n * sizeof *more); /* (glibc's: the test's own) */
+	for (unsigned i = 0; more && i < n; i++)
+		more[i] = rt_malloc(16);
+	unsigned after = central_inbox_count(handed_slot, c);
+	for (unsigned i = 0; more && i < n; i++)
+		rt_free(more[i]);
+	free(more);
+	return (void *)(uintptr_t)(more && waiting > 0 && after == 0 && central_check() == NULL);
+}
+
+static void *hand_freer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < HANDED; i++)
+		rt_free(handed[i]);
+	return NULL;
+}
+
+static void test_handed_objects_wait_in_inbox(void)
+{
+	pthread_t a, b;
+	void *ok = NULL;
+	unsigned c = class_of(16);
+	pthread_barrier_init(&handed_made, NULL, 2);
+	pthread_barrier_init(&handed_freed, NULL, 2);
+	pthread_create(&a, NULL, hand_maker, (void *)1);
+	pthread_barrier_wait(&handed_made);
+	pthread_create(&b, NULL, hand_freer, NULL);
+	pthread_join(b, NULL); /* (its exit gave back its magazine too) */
+	CHECK(central_check() == NULL);
+	CHECK(central_inbox_count(handed_slot, c) >= HANDED - 2 * class_batch(c));
+	pthread_barrier_wait(&handed_freed);
+	pthread_join(a, &ok);
+	CHECK(ok != NULL);
+	/* the maker gone first: its objects go to their spans, its inbox stays empty */
+	pthread_create(&a, NULL, hand_maker, NULL);
+	pthread_join(a, NULL);
+	pthread_create(&b, NULL, hand_freer, NULL);
+	pthread_join(b, NULL);
+	CHECK_EQ(central_inbox_count(handed_slot, c), 0);
+	CHECK(central_check() == NULL);
+	pthread_barrier_destroy(&handed_made);
+	pthread_barrier_destroy(&handed_freed);
+}
+
 static volatile int stop;
 static void *churn(void *arg)
 {
@@ -1073,6 +1140,7 @@ int main(void)
 	RUN(test_freed_link_written_not_followed);
 	RUN(test_magazines_consistent);
 	RUN(test_magazine_grows_for_bursts);
+	RUN(test_handed_objects_wait_in_inbox);
 	RUN(test_stale_mark_not_freed);
 	RUN(test_hugetlb_into_refused_move);
 	RUN(test_realloc_grows_seldom_moves);

@@ -8,10 +8,16 @@
  * when that cache gives it back, it goes back to its span, and so to the span's
  * owner. A thread owns spans through a slot, whose lock guards its lists (one per
  * class) of spans with free objects; so threads that free their own objects take
- * only their own lock. Spans of threads that exited, or of threads without a slot,
- * are the class's orphans (under the class's lock), which threads adopt before
+ * only their own lock. An object a thread gives back that is of another live thread's
+ * span waits in that thread's inbox (a chain through the objects, mangled as the spans'
+ * lists, pushed without a lock) until its owner takes from the central lists and puts
+ * it back on its span under its own lock: a thread that frees what another mallocs
+ * (a producer and its consumer) then does not take the producer's lock, which the
+ * producer takes at every batch. Spans of threads that exited, or of threads without
+ * a slot, are the class's orphans (under the class's lock), which threads adopt before
  * they make new spans. A span's owner changes only under the lock of the list it
- * leaves and of the one it joins; locks are taken slot first, class second. */
+ * leaves and of the one it joins; locks are taken slot first, class second, and never
+ * two at once but for those. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -37,13 +43,19 @@ struct class_list {
 } __attribute__((aligned(64)));
 
 enum { SLOT_FREE = 0, SLOT_LIVE, SLOT_LEAVING };
+#define PENDING_WORDS ((NCLASS + 63) / 64)
 /* A thread's slot: its spans with free objects, one list per class, and how many
- * spans of each class it made since it was claimed (spans_made), under its lock. */
+ * spans of each class it made since it was claimed (spans_made), under its lock; the
+ * objects of its spans other threads gave back, by class, waiting for it (inbox_push,
+ * inbox_take), and which classes' inboxes may hold some: on lines of their own, which
+ * other threads write. */
 struct owner {
 	pthread_mutex_t lock;
 	_Atomic int state;             /* changed under lists.slots_lock */
 	struct spanlist own[NCLASS];   /* under lock */
 	uint8_t made[NCLASS];
+	_Alignas(64) void *_Atomic inbox[NCLASS];
+	_Atomic uint64_t pending[PENDING_WORDS];
 } __attribute__((aligned(64)));
 
 /* All-zero is PTHREAD_MUTEX_INITIALIZER for glibc's default mutex. */
@@ -173,6 +185,135 @@ static pthread_mutex_t *lock_span(struct span *s, pthread_mutex_t *held)
 	}
 }
 
+/* Whether o is an object's place in s, a small span of class cls: in its objects'
+ * stretch, a multiple of the class's size from its origin (the divisor of the page
+ * info's check, malloc.h). From the span's own fields, which its lists read anyway:
+ * the page info would cost a line more an object. */
+static inline bool span_object(const struct span *s, uintptr_t o, unsigned cls)
+{
+	uintptr_t origin = s->start - ((uintptr_t)s->first << PAGE_SHIFT);
+	uint64_t div = class_info[1 + cls].divisor;
+	return s->kind == SPAN_SMALL && s->cls == cls && o >= s->start && o < s->end &&
+	       (uint64_t)(uint32_t)(o - origin) * div < div;
+}
+
+/* Whether the address a link of an inbox names is an object of class cls. */
+static bool chain_object(unsigned cls, const void *x)
+{
+	const struct span *s = link_plausible(x) ? span_at((uintptr_t)x) : NULL;
+	return s && span_object(s, (uintptr_t)x, cls);
+}
+
+/* The span of object o of class cls that a thread's cache gives back, checked to be on
+ * the range's writable pages and in a small span of the class before the span is
+ * written (a cache written over, outside the heap, would else write where it says). */
+static struct span *given_span(unsigned cls, void *o)
+{
+	struct span *s = !SP_HARDEN || link_plausible(o) ? span_at((uintptr_t)o) : NULL;
+	if (SP_HARDEN && (!s || s->kind != SPAN_SMALL || s->cls != cls))
+		cache_refused(cls, "free");
+	return s;
+}
+
+/* Object o of class cls goes back on its span s, under the lock of the list the span
+ * is on (held: the lock the caller holds, kept or changed; NULL and empty NULL: the
+ * caller holds every lock, fork's child). A span left empty joins *empty (unless it is
+ * the last its list has): the caller gives it back after the lock. Returns the lock
+ * held. */
+static pthread_mutex_t *put_one(unsigned cls, void *o, struct span *s, pthread_mutex_t *held,
+				struct span **empty)
+{
+	if (empty)
+		held = lock_span(s, held);
+	struct spanlist *l = list_for(owner_of(s), cls);
+	*(uintptr_t *)o = link_encode(o, s->freelist);
+	s->freelist = o;
+	s->used--;
+	if (!s->listed)
+		list_add(l, s);
+	if (empty && s->used == 0 && l->n > 1) {
+		list_del(l, s);
+		s->next = *empty;
+		*empty = s;
+	}
+	return held;
+}
+
+static bool slot_live(unsigned o)
+{
+	return atomic_load(&lists.slots[o - 1].state) == SLOT_LIVE;
+}
+
+/* Slot o's inbox of class cls emptied: each object back on its span (put_one). Each
+ * link is checked to be an object of the class before it is followed (a write after
+ * free into an object waiting there would else steer it). */
+static pthread_mutex_t *inbox_take(unsigned o, unsigned cls, pthread_mutex_t *held,
+				   struct span **empty)
+{
+	void *x = atomic_exchange(&lists.slots[o - 1].inbox[cls], NULL);
+	while (x) {
+		void *next = link_decode(x);
+		struct span *s = span_at((uintptr_t)x);
+		if (SP_HARDEN && next && !chain_object(cls, next))
+			link_refused(x, "free");
+		held = put_one(cls, x, s, held, empty);
+		x = next;
+	}
+	return held;
+}
+
+/* Slot o's inboxes that may hold objects emptied (every class's with all). */
+static void inbox_take_all(unsigned o, bool all)
+{
+	struct owner *w = &lists.slots[o - 1];
+	pthread_mutex_t *held = NULL;
+	struct span *empty = NULL;
+	for (unsigned k = 0; k < PENDING_WORDS; k++) {
+		if (!all && !atomic_load_explicit(&w->pending[k], memory_order_relaxed))
+			continue;
+		uint64_t bits = atomic_exchange(&w->pending[k], 0);
+		if (all)
+			bits = k + 1 < PENDING_WORDS || NCLASS % 64 == 0 ? ~0ull : (1ull << (NCLASS % 64)) - 1;
+		for (; bits; bits &= bits - 1)
+			held = inbox_take(o, k * 64 + (unsigned)__builtin_ctzll(bits), held, &empty);
+	}
+	if (held)
+		pthread_mutex_unlock(held);
+	small_spans_free(empty);
+}
+
+/* A chain of objects of one class for one owner's inbox, linked as it is made. */
+struct chain {
+	unsigned owner;
+	void *head, *tail;
+};
+
+static void chain_add(struct chain *c, unsigned o, void *x)
+{
+	*(uintptr_t *)x = link_encode(x, c->head);
+	if (!c->head)
+		c->tail = x;
+	c->head = x;
+	c->owner = o;
+}
+
+/* The chain joins its owner's inbox of class cls. If the owner is leaving by then, its
+ * inbox is emptied here (it may have emptied it before the chain came). */
+static pthread_mutex_t *inbox_push(struct chain *c, unsigned cls, pthread_mutex_t *held,
+				   struct span **empty)
+{
+	struct owner *w = &lists.slots[c->owner - 1];
+	void *old = atomic_load_explicit(&w->inbox[cls], memory_order_relaxed);
+	do
+		*(uintptr_t *)c->tail = link_encode(c->tail, old);
+	while (!atomic_compare_exchange_weak(&w->inbox[cls], &old, c->head));
+	atomic_fetch_or(&w->pending[cls / 64], 1ull << (cls % 64));
+	if (!slot_live(c->owner))
+		held = inbox_take(c->owner, cls, held, empty);
+	c->head = c->tail = NULL;
+	return held;
+}
+
 unsigned central_claim(void)
 {
 	unsigned got = 0;
@@ -234,22 +375,12 @@ void central_release(unsigned slot)
 		return;
 	atomic_store(&lists.slots[slot - 1].state, SLOT_LEAVING);
 	owner_orphan(slot - 1, true);
+	inbox_take_all(slot, true);
 	pthread_mutex_lock(&lists.slots_lock);
 	atomic_store(&lists.slots[slot - 1].state, SLOT_FREE);
 	pthread_mutex_unlock(&lists.slots_lock);
 }
 
-/* Whether o is an object's place in s, a small span of class cls: in its objects'
- * stretch, a multiple of the class's size from its origin (the divisor of the page
- * info's check, malloc.h). From the span's own fields, which its lists read anyway:
- * the page info would cost a line more an object. */
-static inline bool span_object(const struct span *s, uintptr_t o, unsigned cls)
-{
-	uintptr_t origin = s->start - ((uintptr_t)s->first << PAGE_SHIFT);
-	uint64_t div = class_info[1 + cls].divisor;
-	return s->kind == SPAN_SMALL && s->cls == cls && o >= s->start && o < s->end &&
-	       (uint64_t)(uint32_t)(o - origin) * div < div;
-}
 
 /* The next object on span s's list after o (links are mangled, malloc.h), checked to
  * be one of s's objects. */
@@ -306,6 +437,8 @@ unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
 	unsigned got = 0;
 	pthread_mutex_t *m = lock_of(me, cls);
 	struct spanlist *mine = list_for(me, cls);
+	if (me)
+		inbox_take_all(me, false);
 	pthread_mutex_lock(m);
 	while (got < n) {
 		struct span *s = mine->head;
@@ -340,33 +473,29 @@ unsigned central_take(unsigned me, unsigned cls, unsigned n, void **out)
 }
 
 /* A span left empty goes back to the page heap unless it is the last its owner has
- * of the class. */
-void central_put(unsigned cls, void *const *objs, unsigned n)
+ * of the class. An object of another live thread's span goes to that thread's inbox
+ * (me: the slot of the thread giving them back, 0 for none: each goes to its span). */
+void central_put(unsigned me, unsigned cls, void *const *objs, unsigned n)
 {
 	struct span *empty = NULL;
 	pthread_mutex_t *held = NULL;
+	struct chain c = { 0, NULL, NULL };
 	for (unsigned i = 0; i < n; i++) {
-		/* o was checked by free to be an object of its page's class; what a thread's
-		 * cache gives back is checked once more to be on the range's writable pages,
-		 * in a small span of the class, before its span is written (a cache written
-		 * over, outside the heap, would else write where it says). */
+		/* o was checked by free to be an object of its page's class; given_span
+		 * checks it once more. */
 		void *o = objs[i];
-		struct span *s = !SP_HARDEN || link_plausible(o) ? span_at((uintptr_t)o) : NULL;
-		if (SP_HARDEN && (!s || s->kind != SPAN_SMALL || s->cls != cls))
-			cache_refused(cls, "free");
-		held = lock_span(s, held);
-		struct spanlist *l = list_for(owner_of(s), cls);
-		*(uintptr_t *)o = link_encode(o, s->freelist);
-		s->freelist = o;
-		s->used--;
-		if (!s->listed)
-			list_add(l, s);
-		if (s->used == 0 && l->n > 1) {
-			list_del(l, s);
-			s->next = empty;
-			empty = s;
+		struct span *s = given_span(cls, o);
+		unsigned own = owner_of(s);
+		if (me && own && own != me && slot_live(own)) {
+			if (c.head && c.owner != own)
+				held = inbox_push(&c, cls, held, &empty);
+			chain_add(&c, own, o);
+			continue;
 		}
+		held = put_one(cls, o, s, held, &empty);
 	}
+	if (c.head)
+		held = inbox_push(&c, cls, held, &empty);
 	if (held)
 		pthread_mutex_unlock(held);
 	small_spans_free(empty);
@@ -401,11 +530,23 @@ void central_fork_orphan(unsigned keep)
 			continue;
 		atomic_store(&lists.slots[i].state, SLOT_LEAVING);
 		owner_orphan(i, false);
+		for (unsigned c = 0; c < NCLASS; c++) /* (the child holds every lock) */
+			inbox_take(i + 1, c, NULL, NULL);
+		for (unsigned k = 0; k < PENDING_WORDS; k++)
+			atomic_store(&lists.slots[i].pending[k], 0);
 		atomic_store(&lists.slots[i].state, SLOT_FREE);
 	}
 }
 
 /* ---------- the check ---------- */
+
+unsigned central_inbox_count(unsigned o, unsigned cls)
+{
+	unsigned n = 0;
+	for (void *x = atomic_load(&lists.slots[o - 1].inbox[cls]); x; x = link_decode(x))
+		n++;
+	return n;
+}
 
 /* Span s on the list of owner o (0: the orphans) of class cls: of that class and owner,
  * with a free object; its objects in use, free and never used add up to those it

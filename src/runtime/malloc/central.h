@@ -17,14 +17,18 @@ void central_release(unsigned slot);
 /* Takes up to n objects of class cls for slot (0: none) into out[0..n), the one to
  * give out first last; returns how many (0: out of memory). */
 unsigned central_take(unsigned slot, unsigned cls, unsigned n, void **out);
-/* Gives the n objects of objs[] (of class cls, from a thread's cache) back to their
- * spans. Aborts on one that is no object of a span of cls (the cache was written
- * over). */
-void central_put(unsigned cls, void *const *objs, unsigned n);
+/* Gives the n objects of objs[] (of class cls, from the cache of the thread of slot
+ * me, 0: none) back to their spans, or to the inbox of the live thread that owns their
+ * span (it puts them back at its next central_take). Aborts on one that is no object
+ * of a span of cls (the cache was written over). */
+void central_put(unsigned me, unsigned cls, void *const *objs, unsigned n);
 /* Every list recomputed (counts, back links, each span's objects) and every free
  * list's link checked to be its span's object, with no cycle (for the tests; in
  * DEBUG a list is checked as its lock is released): the first thing wrong, or NULL. */
 const char *central_check(void);
+/* The objects waiting in slot o's inbox of class cls (for the tests: only while no
+ * thread gives objects to it or takes them out). */
+unsigned central_inbox_count(unsigned o, unsigned cls);
 
 #pragma GCC visibility pop
 

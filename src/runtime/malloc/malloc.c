@@ -160,7 +160,7 @@ static void flush_counts(struct tcache *t, bool all)
 /* Gives the n objects of objs[] back to the central lists, for thread cache t. */
 static void put_back(unsigned cls, void *const *objs, unsigned n, struct tcache *t)
 {
-	central_put(cls, objs, n);
+	central_put(t ? t->owner : 0, cls, objs, n);
 	count_by(t, -(int64_t)n * (int64_t)class_size(cls));
 }
 
@@ -371,7 +371,7 @@ static __attribute__((noinline)) void small_free_slow(unsigned cls, void *p)
 	((uintptr_t *)p)[1] = free_mark(p);
 	struct tcache *t = tc_get();
 	if (!t || !t->mag) {
-		central_put(cls, &p, 1);
+		central_put(t ? t->owner : 0, cls, &p, 1);
 		count_call(t, false, -(int64_t)class_size(cls));
 		return;
 	}
@@ -837,7 +837,7 @@ void heap_give(void *p)
 	struct tcache *t = tc_get();
 	if (info) {
 		unsigned c = info_class(info);
-		central_put(c, &p, 1);
+		central_put(t ? t->owner : 0, c, &p, 1);
 		count_call(t, false, -(int64_t)class_size(c));
 		return;
 	}
