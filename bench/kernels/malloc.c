@@ -141,6 +141,19 @@ static bool should_stop(void)
 	return atomic_load_explicit(&stop, memory_order_relaxed);
 }
 
+/* A thread's batch is done: its checksum kept (the first) or checked against the
+ * first's, its calls counted. */
+static void batch_done(struct worker *w, const char *kernel_name, uint64_t sum, uint64_t ops)
+{
+	if (w->batches == 0)
+		w->batch_sum = sum;
+	else if (sum != w->batch_sum)
+		wrong(w, "%s: batch %" PRIu64 " read checksum %016" PRIx64 ", batch 1 %016" PRIx64,
+		      kernel_name, w->batches + 1, sum, w->batch_sum);
+	w->batches++;
+	w->ops += ops;
+}
+
 /* ---------- a block: a tag at the start, tag ^ size at the end, a byte per page ---------- */
 
 /* Sizes: mostly 8 B-1 KiB, more of them small (uniform within a power of two picked
@@ -241,13 +254,7 @@ static void *mixed_thread(void *arg)
 			s->p = NULL;
 			ops++;
 		}
-		if (w->batches == 0)
-			w->batch_sum = sum;
-		else if (sum != w->batch_sum)
-			wrong(w, "mixed: batch %" PRIu64 " read checksum %016" PRIx64 ", batch 1 %016" PRIx64,
-			      w->batches + 1, sum, w->batch_sum);
-		w->batches++;
-		w->ops += ops;
+		batch_done(w, "mixed", sum, ops);
 	} while (!should_stop());
 	free(slots);
 	return NULL;
@@ -450,13 +457,7 @@ static void *realloc_thread(void *arg)
 		}
 		for (int i = 0; i < REALLOC_ACTIVE; i++)
 			sum += string_finish(w, &strings[i], &ops);
-		if (w->batches == 0)
-			w->batch_sum = sum;
-		else if (sum != w->batch_sum)
-			wrong(w, "realloc: batch %" PRIu64 " read checksum %016" PRIx64 ", batch 1 %016" PRIx64,
-			      w->batches + 1, sum, w->batch_sum);
-		w->batches++;
-		w->ops += ops;
+		batch_done(w, "realloc", sum, ops);
 	} while (!should_stop());
 	return NULL;
 }
@@ -500,13 +501,7 @@ static void *burst_thread(void *arg)
 				}
 			}
 		}
-		if (w->batches == 0)
-			w->batch_sum = sum;
-		else if (sum != w->batch_sum)
-			wrong(w, "burst: batch %" PRIu64 " read checksum %016" PRIx64 ", batch 1 %016" PRIx64,
-			      w->batches + 1, sum, w->batch_sum);
-		w->batches++;
-		w->ops += ops;
+		batch_done(w, "burst", sum, ops);
 	} while (!should_stop());
 	free(p);
 	return NULL;
