@@ -297,12 +297,21 @@ static void chain_add(struct chain *c, unsigned o, void *x)
 	c->owner = o;
 }
 
-/* The chain joins its owner's inbox of class cls. If the owner is leaving by then, its
- * inbox is emptied here (it may have emptied it before the chain came). */
-static pthread_mutex_t *inbox_push(struct chain *c, unsigned cls, pthread_mutex_t *held,
-				   struct span **empty)
+/* The chain joins its owner's inbox of class cls, pushed by the thread of slot me under
+ * its own lock (held: as put_one's): fork takes every slot's lock, so no inbox is
+ * half pushed in a child. If the owner is leaving by then, its inbox is emptied here
+ * (it may have emptied it before the chain came). */
+static pthread_mutex_t *inbox_push(unsigned me, struct chain *c, unsigned cls,
+				   pthread_mutex_t *held, struct span **empty)
 {
 	struct owner *w = &lists.slots[c->owner - 1];
+	pthread_mutex_t *mine = &lists.slots[me - 1].lock;
+	if (held != mine) {
+		if (held)
+			pthread_mutex_unlock(held);
+		pthread_mutex_lock(mine);
+		held = mine;
+	}
 	void *old = atomic_load_explicit(&w->inbox[cls], memory_order_relaxed);
 	do
 		*(uintptr_t *)c->tail = link_encode(c->tail, old);
@@ -488,14 +497,14 @@ void central_put(unsigned me, unsigned cls, void *const *objs, unsigned n)
 		unsigned own = owner_of(s);
 		if (me && own && own != me && slot_live(own)) {
 			if (c.head && c.owner != own)
-				held = inbox_push(&c, cls, held, &empty);
+				held = inbox_push(me, &c, cls, held, &empty);
 			chain_add(&c, own, o);
 			continue;
 		}
 		held = put_one(cls, o, s, held, &empty);
 	}
 	if (c.head)
-		held = inbox_push(&c, cls, held, &empty);
+		held = inbox_push(me, &c, cls, held, &empty);
 	if (held)
 		pthread_mutex_unlock(held);
 	small_spans_free(empty);
