@@ -159,6 +159,18 @@ static struct spanlist *list_for(unsigned o, unsigned cls)
 	return o ? &lists.slots[o - 1].own[cls] : &lists.classes[cls].orphans;
 }
 
+/* Lock m held, in place of held (the lock the caller holds, or NULL): one lock at a
+ * time. Returns m. */
+static pthread_mutex_t *hold(pthread_mutex_t *m, pthread_mutex_t *held)
+{
+	if (m != held) {
+		if (held)
+			pthread_mutex_unlock(held);
+		pthread_mutex_lock(m);
+	}
+	return m;
+}
+
 /* Locks the list a span is on, or goes on when it gets a free object: its owner's
  * while the owner lives, else the orphans (the span leaves a dead owner then).
  * held is the lock the caller holds (or NULL): kept if it is that one, else
@@ -167,13 +179,7 @@ static pthread_mutex_t *lock_span(struct span *s, pthread_mutex_t *held)
 {
 	for (;;) {
 		unsigned o = owner_of(s);
-		pthread_mutex_t *m = lock_of(o, s->cls);
-		if (m != held) {
-			if (held)
-				pthread_mutex_unlock(held);
-			pthread_mutex_lock(m);
-			held = m;
-		}
+		pthread_mutex_t *m = held = hold(lock_of(o, s->cls), held);
 		if (owner_of(s) != o)
 			continue;
 		if (o && !s->listed &&
@@ -305,13 +311,7 @@ static pthread_mutex_t *inbox_push(unsigned me, struct chain *c, unsigned cls,
 				   pthread_mutex_t *held, struct span **empty)
 {
 	struct owner *w = &lists.slots[c->owner - 1];
-	pthread_mutex_t *mine = &lists.slots[me - 1].lock;
-	if (held != mine) {
-		if (held)
-			pthread_mutex_unlock(held);
-		pthread_mutex_lock(mine);
-		held = mine;
-	}
+	held = hold(&lists.slots[me - 1].lock, held);
 	void *old = atomic_load_explicit(&w->inbox[cls], memory_order_relaxed);
 	do
 		*(uintptr_t *)c->tail = link_encode(c->tail, old);
