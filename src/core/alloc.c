@@ -37,10 +37,11 @@ static uint64_t round_up(uint64_t v, uint64_t to)
 	return (v + to - 1) / to * to;
 }
 
-/* Faults in [p, p+len) for writing: MADV_POPULATE_WRITE, or a store per page. */
+/* Faults in [p, p+len) for writing: MADV_POPULATE_WRITE, or a store per page (a
+ * kernel before 5.14 does not know the advice). */
 static void populate(void *p, size_t len, const struct sp_view *v)
 {
-	if (v->features.madv_populate_write && sp_os->madvise(p, len, MADV_POPULATE_WRITE) == 0)
+	if (sp_os->madvise(p, len, MADV_POPULATE_WRITE) == 0)
 		return;
 	uint64_t step = v->base_page_size ? v->base_page_size : 4096;
 	for (size_t off = 0; off < len; off += step)

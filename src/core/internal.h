@@ -126,8 +126,8 @@ struct sp_view {
 	bool has_2m, has_1g;           /* hugetlb page size present in sysfs */
 	bool thp_present;
 	bool thp_never;                /* the PMD size's THP mode is never */
-	/* only thp_disable_prctl, thp_disabled_here and madv_populate_write are filled:
-	 * the rest costs too much at every program's start (sp_view_has_collapse). */
+	/* only thp_disable_prctl and thp_disabled_here are filled: the rest costs too
+	 * much at every program's start (sp_view_has_collapse). */
 	struct sp_features features;
 };
 const struct sp_view *sp_view_get(void);
@@ -242,12 +242,20 @@ struct sp_limit_dirs {
 	int n_mem, n_huge;
 	char mem[SP_LIMIT_LEVELS][SP_LIMIT_PATH], huge[SP_LIMIT_LEVELS][SP_LIMIT_PATH];
 };
-/* From /proc/self/mountinfo and /proc/self/cgroup, read through scratch (a line
- * longer than it is skipped). 0, or -errno if those cannot be read (d: none). */
-int sp_limits_find(struct sp_limit_dirs *d, char *scratch, size_t len);
+/* From /proc/self/cgroup and /proc/self/mountinfo (not read if the memory controller
+ * is at its usual mount, with the process's cgroup in it), through scratch (a line
+ * longer than it is skipped); the hugetlb levels and version only with huge (0
+ * without). 0, or -errno if those cannot be read (d: none). */
+int sp_limits_find(struct sp_limit_dirs *d, bool huge, char *scratch, size_t len);
 /* The process's, found on first use (a limit set later on a cgroup that had none
- * when the process started is not seen). */
+ * when the process started is not seen): sp_limit_dirs() the memory levels only,
+ * sp_limit_dirs_huge() the hugetlb levels too, for sp_limits_hugetlb: n_huge -1
+ * (no room) if the files were there at the start and are not when first asked. */
 const struct sp_limit_dirs *sp_limit_dirs(void);
+const struct sp_limit_dirs *sp_limit_dirs_huge(void);
+/* For the fake kernel's tests, as it is installed (no other thread in those two):
+ * the next call looks again, in the kernel the process has now. */
+void sp_limits_forget(void);
 struct sp_limits {
 	/* The memory cgroup level with the least room: its limit (v2: the lower of max
 	 * and high), its usage and the file cache in it; the room is the limit less the

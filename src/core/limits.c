@@ -1,6 +1,7 @@
 /* limits.c - the limits this process runs under: its memory cgroup's (v1 or v2), the
  * hugetlb controller's, RLIMIT_AS and RLIMIT_DATA. The cgroups are found once, from
- * /proc/self/mountinfo and /proc/self/cgroup; their figures are read as often as the
+ * /proc/self/cgroup and /proc/self/mountinfo (the memory controller's at its usual
+ * mount without the latter, when it is there); their figures are read as often as the
  * caller likes, through the seam, into buffers of the caller's (the runtime reads them
  * inside malloc). */
 #include <errno.h>
@@ -8,6 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statfs.h>
 
 #include "internal.h"
 
@@ -61,7 +63,7 @@ static bool read_value(const char *path, uint64_t *out)
 {
 	char buf[32];
 	const char *p = buf;
-	if (sp_read_file(path, buf, sizeof buf) < 0)
+	if (sp_read_value(path, buf, sizeof buf) < 0)
 		return false;
 	if (!strncmp(buf, "max", 3)) {
 		*out = SP_LIMIT_NONE;
@@ -232,40 +234,116 @@ static int levels(const struct hier *h, bool (*is_limited)(const char *dir, int 
 	return n;
 }
 
-int sp_limits_find(struct sp_limit_dirs *d, char *scratch, size_t len)
+#define CGROUP1_MAGIC 0x27e0ebL
+#define CGROUP2_MAGIC 0x63677270L
+
+/* Whether dir/file is there (the process's cgroup, seen through the mount at dir). */
+static bool has_file(const char *dir, const char *own, const char *file)
+{
+	char path[2 * SP_LIMIT_PATH + 64];
+	if (!strcmp(own, "/"))
+		own = "";
+	return (size_t)snprintf(path, sizeof path, "%s%s/%s", dir, own, file) < sizeof path &&
+	       sp_os->access(path, F_OK) == 0;
+}
+
+/* The memory controller's hierarchy where most systems mount it, into f, without
+ * reading mountinfo (which costs more than the rest of the search at a program's
+ * start): v1's /sys/fs/cgroup/memory if the process's cgroup line names memory,
+ * else v2's /sys/fs/cgroup, or beside v1 controllers /sys/fs/cgroup/unified. Taken
+ * only if the process's own cgroup is there, with the file only that controller's
+ * directories have: a mount that shows part of the hierarchy (its root not "/")
+ * has no such directory, and mountinfo then says where it is. */
+static bool mem_at_usual_place(struct found *f)
+{
+	static const char *const v2_at[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	struct statfs st;
+	struct hier *h = f->mem1.own[0] ? &f->mem1 : &f->v2;
+	const char *at = NULL;
+	if (h == &f->mem1) {
+		const char *v1_at = "/sys/fs/cgroup/memory";
+		if (sp_os->statfs(v1_at, &st) == 0 && st.f_type == CGROUP1_MAGIC &&
+		    has_file(v1_at, h->own, "memory.limit_in_bytes"))
+			at = v1_at;
+	} else if (h->own[0]) {
+		for (size_t i = 0; !at && i < sizeof v2_at / sizeof *v2_at; i++)
+			if (sp_os->statfs(v2_at[i], &st) == 0 && st.f_type == CGROUP2_MAGIC &&
+			    has_file(v2_at[i], h->own, "cgroup.controllers"))
+				at = v2_at[i];
+	}
+	if (!at)
+		return false;
+	h->version = h == &f->mem1 ? 1 : 2;
+	sp_strlcpy(h->mount, at, sizeof h->mount);
+	sp_strlcpy(h->root, "/", sizeof h->root);
+	return true;
+}
+
+int sp_limits_find(struct sp_limit_dirs *d, bool huge, char *scratch, size_t len)
 {
 	struct found f;
 	memset(d, 0, sizeof *d);
 	memset(&f, 0, sizeof f);
-	int r = each_line("/proc/self/mountinfo", scratch, len, mount_line, &f);
+	int r = each_line("/proc/self/cgroup", scratch, len, cgroup_line, &f);
 	if (r < 0)
 		return r;
-	r = each_line("/proc/self/cgroup", scratch, len, cgroup_line, &f);
-	if (r < 0)
-		return r;
+	if (huge || !mem_at_usual_place(&f)) {
+		r = each_line("/proc/self/mountinfo", scratch, len, mount_line, &f);
+		if (r < 0)
+			return r;
+	}
 	/* (A controller is in one hierarchy at a time: v1's when it is mounted there.) */
 	const struct hier *mem = f.mem1.version ? &f.mem1 : &f.v2;
-	const struct hier *huge = f.huge1.version ? &f.huge1 : &f.v2;
+	const struct hier *hug = f.huge1.version ? &f.huge1 : &f.v2;
 	d->mem_version = mem->version;
-	d->huge_version = huge->version;
 	d->n_mem = levels(mem, mem_limited, d->mem);
-	d->n_huge = levels(huge, huge_limited, d->huge);
+	if (huge) {
+		d->huge_version = hug->version;
+		d->n_huge = levels(hug, huge_limited, d->huge);
+	}
 	return 0;
 }
 
-static struct sp_limit_dirs dirs;
-static pthread_once_t dirs_once = PTHREAD_ONCE_INIT;
+/* The process's: the memory levels at its start, the hugetlb levels only once asked
+ * (a program that maps no hugetlb page never looks: four files a level). */
+static struct {
+	pthread_once_t mem_once, huge_once;
+	bool mem_found;
+	struct sp_limit_dirs mem, huge;
+	char mem_scratch[4096], huge_scratch[4096];
+} dirs = { PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT, false };
 
-static void find_dirs(void)
+static void find_mem(void)
 {
-	static char scratch[4096];
-	sp_limits_find(&dirs, scratch, sizeof scratch);
+	dirs.mem_found = sp_limits_find(&dirs.mem, false, dirs.mem_scratch, sizeof dirs.mem_scratch) == 0;
+}
+
+/* If the files could be read at the start and not now (the program went into a
+ * chroot), a hugetlb limit cannot be ruled out: no room (n_huge -1), rather than a
+ * SIGBUS at the first touch of a page over the limit. */
+static void find_huge(void)
+{
+	bool could = sp_limit_dirs() && dirs.mem_found;
+	if (sp_limits_find(&dirs.huge, true, dirs.huge_scratch, sizeof dirs.huge_scratch) < 0 && could)
+		dirs.huge.n_huge = -1;
 }
 
 const struct sp_limit_dirs *sp_limit_dirs(void)
 {
-	pthread_once(&dirs_once, find_dirs);
-	return &dirs;
+	pthread_once(&dirs.mem_once, find_mem);
+	return &dirs.mem;
+}
+
+const struct sp_limit_dirs *sp_limit_dirs_huge(void)
+{
+	pthread_once(&dirs.huge_once, find_huge);
+	return &dirs.huge;
+}
+
+void sp_limits_forget(void)
+{
+	dirs.mem_once = dirs.huge_once = PTHREAD_ONCE_INIT;
+	dirs.mem_found = false;
 }
 
 /* ---- reading the figures ---- */
@@ -347,6 +425,8 @@ uint64_t sp_limits_hugetlb(const struct sp_limit_dirs *d, bool giga, uint64_t *l
 			   uint64_t *usage_out)
 {
 	uint64_t room = SP_LIMIT_NONE, least_limit = SP_LIMIT_NONE, its_usage = 0;
+	if (d->n_huge < 0)
+		room = least_limit = 0; /* (not known: sp_limit_dirs_huge) */
 	for (int i = 0; i < d->n_huge; i++)
 		for (int rsvd = 0; rsvd < 2; rsvd++) {
 			uint64_t limit, usage;

@@ -317,7 +317,8 @@ int sp_map_aligned(size_t len, size_t align, int prot, int flags, void **out)
 	return 0;
 }
 
-ssize_t sp_read_file(const char *path, char *buf, size_t len)
+/* A file's text into buf; with one_value, a short read that ends its line ends it. */
+static ssize_t read_text(const char *path, char *buf, size_t len, bool one_value)
 {
 	if (len == 0)
 		return -EINVAL;
@@ -334,16 +335,28 @@ ssize_t sp_read_file(const char *path, char *buf, size_t len)
 		if (n == 0)
 			break;
 		got += (size_t)n;
+		if (one_value && got < len - 1 && buf[got - 1] == '\n')
+			break;
 	}
 	buf[got] = 0;
 	sp_os->close(fd);
 	return (ssize_t)got;
 }
 
+ssize_t sp_read_file(const char *path, char *buf, size_t len)
+{
+	return read_text(path, buf, len, false);
+}
+
+ssize_t sp_read_value(const char *path, char *buf, size_t len)
+{
+	return read_text(path, buf, len, true);
+}
+
 int sp_read_long(const char *path, long *out)
 {
 	char buf[64];
-	ssize_t n = sp_read_file(path, buf, sizeof buf);
+	ssize_t n = sp_read_value(path, buf, sizeof buf);
 	if (n < 0)
 		return (int)n;
 	const char *s = buf;

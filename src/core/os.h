@@ -84,6 +84,9 @@ int sp_map_aligned(size_t len, size_t align, int prot, int flags, void **out);
 /* Helpers over the table: whole-file reads into a caller's buffer (no malloc). */
 /* Reads up to len-1 bytes of a file and NUL-terminates; returns bytes or -errno. */
 ssize_t sp_read_file(const char *path, char *buf, size_t len);
+/* The same for a file of one value (sysfs, cgroupfs, /proc/sys: the kernel gives it
+ * whole at the first read): a short read that ends its line ends it, one read less. */
+ssize_t sp_read_value(const char *path, char *buf, size_t len);
 /* Reads a file holding one decimal number. */
 int sp_read_long(const char *path, long *out);
 /* Writes a string to a file (sysfs style). */

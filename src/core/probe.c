@@ -184,7 +184,7 @@ void sp_mode_selected(const char *text, char *out, size_t len)
 static void read_mode(const char *path, char *out, size_t len)
 {
 	char buf[256];
-	if (sp_read_file(path, buf, sizeof buf) < 0) {
+	if (sp_read_value(path, buf, sizeof buf) < 0) {
 		out[0] = 0;
 		return;
 	}
@@ -202,7 +202,7 @@ static void add_mthp(const char *name, void *arg)
 	/* Some sizes have only shmem_enabled (8K on 6.18): they are not anonymous mTHP. */
 	char mode[SP_MODE_LEN], buf[256];
 	snprintf(path, sizeof path, THP_DIR "/%s/enabled", name);
-	if (sp_read_file(path, buf, sizeof buf) < 0)
+	if (sp_read_value(path, buf, sizeof buf) < 0)
 		return;
 	sp_mode_selected(buf, mode, sizeof mode);
 	while (i > 0 && t->mthp[i - 1].size > size) {
@@ -229,7 +229,7 @@ static void probe_thp(struct sp_thp *t)
 	long v;
 	memset(t, 0, sizeof *t);
 	char buf[256];
-	if (sp_read_file(THP_DIR "/enabled", buf, sizeof buf) < 0)
+	if (sp_read_value(THP_DIR "/enabled", buf, sizeof buf) < 0)
 		return;
 	t->present = true;
 	sp_mode_selected(buf, t->enabled, sizeof t->enabled);
@@ -351,7 +351,6 @@ static void probe_mounts(struct sp_system *sys, const struct sp_files *files)
 	sp_os->close(fd);
 }
 
-/* Fills madv_populate_write and madv_collapse from a 2 MiB-aligned trial block. */
 /* Whether PR_GET_THP_DISABLE's answer takes THP from memory advised MADV_HUGEPAGE:
  * 1 does; 3 (PR_THP_DISABLE_EXCEPT_ADVISED, Linux 6.18) leaves it to advised memory,
  * which is what superpage's is. */
@@ -360,6 +359,7 @@ static bool thp_off_for_advised(int thp)
 	return thp > 0 && !(thp & 2);
 }
 
+/* Fills madv_populate_write and madv_collapse from a 2 MiB-aligned trial block. */
 static void probe_collapse(struct sp_features *f)
 {
 	void *p;
@@ -506,7 +506,7 @@ int sp_thp_read_pmd(struct sp_thp *t)
 	char buf[256];
 	long pmd;
 	memset(t, 0, sizeof *t);
-	int r = (int)sp_read_file(THP_DIR "/enabled", buf, sizeof buf);
+	int r = (int)sp_read_value(THP_DIR "/enabled", buf, sizeof buf);
 	if (r < 0)
 		return r;
 	t->present = true;
@@ -516,7 +516,7 @@ int sp_thp_read_pmd(struct sp_thp *t)
 		t->pmd_size = (uint64_t)pmd;
 		snprintf(path, sizeof path, THP_DIR "/hugepages-%lukB/enabled",
 			 (unsigned long)(pmd >> 10));
-		if (sp_read_file(path, buf, sizeof buf) >= 0) {
+		if (sp_read_value(path, buf, sizeof buf) >= 0) {
 			t->n_mthp = 1;
 			t->mthp[0].size = t->pmd_size;
 			sp_mode_selected(buf, t->mthp[0].enabled, sizeof t->mthp[0].enabled);
@@ -526,7 +526,7 @@ int sp_thp_read_pmd(struct sp_thp *t)
 }
 
 /* The allocator's view is read at the start of every program under superpage run:
- * only what is cheap to know (a few sysfs reads, one prctl, one small madvise).
+ * only what is cheap to know (a few sysfs reads, one prctl).
  * Whether MADV_COLLAPSE works costs a huge page fault to learn: asked lazily. */
 void sp_view_fill(struct sp_view *v)
 {
@@ -547,13 +547,6 @@ void sp_view_fill(struct sp_view *v)
 	int thp = sp_os->prctl(PR_GET_THP_DISABLE, 0);
 	v->features.thp_disable_prctl = thp >= 0;
 	v->features.thp_disabled_here = thp_off_for_advised(thp);
-	void *p;
-	if (sp_os->mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
-			&p) == 0) {
-		v->features.madv_populate_write =
-			sp_os->madvise(p, 4096, MADV_POPULATE_WRITE) != -EINVAL;
-		sp_os->munmap(p, 4096);
-	}
 }
 
 static _Atomic int collapse_known; /* 0: not asked yet, 1: works, 2: does not */

@@ -41,7 +41,7 @@ long sp_rung_room(enum sp_backing rung, bool overcommit)
 {
 	struct sp_offer_pool o = { 0 };
 	long room;
-	uint64_t cg = sp_limits_hugetlb(sp_limit_dirs(), rung == SP_BACKING_1G, NULL, NULL);
+	uint64_t cg = sp_limits_hugetlb(sp_limit_dirs_huge(), rung == SP_BACKING_1G, NULL, NULL);
 
 	sp_offer_pool_read(page_size_of(rung), &o); /* (all zero if it cannot be read) */
 	room = o.avail + (overcommit ? o.room : 0);
@@ -52,7 +52,7 @@ long sp_rung_room(enum sp_backing rung, bool overcommit)
 
 int sp_rung_cgroup_room(enum sp_backing rung, size_t len)
 {
-	const struct sp_limit_dirs *d = sp_limit_dirs();
+	const struct sp_limit_dirs *d = sp_limit_dirs_huge();
 
 	if (!d->n_huge || sp_limits_hugetlb(d, rung == SP_BACKING_1G, NULL, NULL) >= len)
 		return 0;
@@ -64,7 +64,7 @@ int sp_rung_charge(enum sp_backing rung, void *p, size_t len)
 	int r;
 
 	(void)rung;
-	if (!sp_limit_dirs()->n_huge)
+	if (!sp_limit_dirs_huge()->n_huge)
 		return 0;
 	/* The kernel charges a private hugetlb page to the cgroup when it is first
 	 * touched: a touch past the limit would be a SIGBUS. Touched now, a page the

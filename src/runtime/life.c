@@ -226,13 +226,14 @@ static int report_stderr(void)
  * before it, in the program superpage run started, the line of its tree's falls. */
 static void report_at_exit(void)
 {
-	int e = errno, me = (int)getpid(), fd;
+	int e = errno, me, fd;
 	const struct sp_options *opt = rt_options();
 
 	/* (Superpage run's line of the falls from 2m and 1g: the program's, at its end.) */
 	rt_run_falls_at_exit(report_stderr());
 	if (!opt || !opt->stats)
 		goto out;
+	me = (int)getpid();
 	if (atomic_exchange(&at_exit.reported_pid, me) == me)
 		goto out;
 	if (!opt->stats_file[0]) {

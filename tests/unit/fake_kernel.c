@@ -1234,8 +1234,8 @@ static int fk_access(const char *path, int mode)
 	struct fs *f = fs_of(path);
 	if (f && f->access_err)
 		ret = -f->access_err;
-	else if (!f && !file_of(path) && !dir_list(path, &list))
-		ret = -ENOENT;
+	else if (!(f && !strcmp(f->path, path)) && !file_of(path) && !dir_list(path, &list))
+		ret = -ENOENT; /* (a mount point is there; below it, what was made) */
 	free(list.p);
 	UNLOCK();
 	return ret;
@@ -1353,8 +1353,18 @@ void fk_rlimit(int resource, uint64_t cur)
 		LOCKED(fk.rlim[resource] = cur == RLIM_INFINITY ? 0 : cur + 1);
 }
 
-void fk_install(void) { sp_os_use(&fk_os); }
-void fk_uninstall(void) { sp_os_use(NULL); }
+/* (The process's cgroup levels are the installed kernel's: looked for again.) */
+void fk_install(void)
+{
+	sp_os_use(&fk_os);
+	sp_limits_forget();
+}
+
+void fk_uninstall(void)
+{
+	sp_os_use(NULL);
+	sp_limits_forget();
+}
 
 void fk_file_n(const char *path, const char *data, size_t len)
 {

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "fake_kernel.h"
@@ -68,7 +70,7 @@ static void test_v1(void)
 	v1_level(V1 "/jobs/a1", 9223372036854771712ull, 900 * MB, 0, 0);
 	v1_level(V1 "/jobs", 9223372036854771712ull, 900 * MB, 0, 0);
 	v1_level(V1, 9223372036854771712ull, 2000 * MB, 0, 0);
-	CHECK_EQ(sp_limits_find(&d, scratch, sizeof scratch), 0);
+	CHECK_EQ(sp_limits_find(&d, true, scratch, sizeof scratch), 0);
 	CHECK_EQ(d.mem_version, 1);
 	CHECK_EQ(d.huge_version, 2); /* (hugetlb is no v1 mount's: the v2 hierarchy's) */
 	CHECK_EQ(d.n_mem, 1);
@@ -101,7 +103,7 @@ static void test_v1_parent(void)
 	v1_level(V1 "/jobs/a1/sp-limits-7", 512 * MB, 100 * MB, 0, 0);
 	v1_level(V1 "/jobs/a1", 300 * MB, 290 * MB, 0, 0);
 	v1_level(V1 "/jobs", 9223372036854771712ull, 900 * MB, 0, 0);
-	CHECK_EQ(sp_limits_find(&d, scratch, sizeof scratch), 0);
+	CHECK_EQ(sp_limits_find(&d, true, scratch, sizeof scratch), 0);
 	CHECK_EQ(d.n_mem, 2);
 	CHECK(!strcmp(d.mem[1], V1 "/jobs/a1"));
 	sp_limits_memory(&d, &l, scratch, sizeof scratch);
@@ -141,7 +143,7 @@ static void test_v2(void)
 	fk_file("/proc/self/cgroup", "0::/user.slice/app.service\n");
 	v2_level("/sys/fs/cgroup/user.slice/app.service", "max\n", "268435456\n", 200 * MB, 30 * MB, 0);
 	v2_level("/sys/fs/cgroup/user.slice", "1073741824\n", "max\n", 600 * MB, 100 * MB, 0);
-	CHECK_EQ(sp_limits_find(&d, scratch, sizeof scratch), 0);
+	CHECK_EQ(sp_limits_find(&d, true, scratch, sizeof scratch), 0);
 	CHECK_EQ(d.mem_version, 2);
 	CHECK_EQ(d.n_mem, 2);
 	sp_limits_memory(&d, &l, scratch, sizeof scratch);
@@ -150,7 +152,7 @@ static void test_v2(void)
 	/* No limit anywhere: nothing to read. */
 	v2_level("/sys/fs/cgroup/user.slice/app.service", "max\n", "max\n", 200 * MB, 0, 0);
 	v2_level("/sys/fs/cgroup/user.slice", "max\n", "max\n", 600 * MB, 0, 0);
-	CHECK_EQ(sp_limits_find(&d, scratch, sizeof scratch), 0);
+	CHECK_EQ(sp_limits_find(&d, true, scratch, sizeof scratch), 0);
 	CHECK_EQ(d.n_mem, 0);
 	sp_limits_memory(&d, &l, scratch, sizeof scratch);
 	CHECK(l.mem_room == SP_LIMIT_NONE && l.mem_limit == SP_LIMIT_NONE);
@@ -166,15 +168,60 @@ static void test_v2_container(void)
 		"700 690 0:26 /docker/4f1e /sys/fs/cgroup ro,nosuid - cgroup2 cgroup rw\n");
 	fk_file("/proc/self/cgroup", "0::/docker/4f1e\n");
 	v2_level("/sys/fs/cgroup", "536870912\n", "max\n", 100 * MB, 0, 0);
-	CHECK_EQ(sp_limits_find(&d, scratch, sizeof scratch), 0);
+	CHECK_EQ(sp_limits_find(&d, true, scratch, sizeof scratch), 0);
 	CHECK_EQ(d.n_mem, 1);
 	CHECK(!strcmp(d.mem[0], "/sys/fs/cgroup"));
 	fk_file("/proc/self/mountinfo",
 		"700 690 0:26 / /sys/fs/cgroup ro,nosuid - cgroup2 cgroup rw\n");
 	fk_file("/proc/self/cgroup", "0::/\n");
-	CHECK_EQ(sp_limits_find(&d, scratch, sizeof scratch), 0);
+	CHECK_EQ(sp_limits_find(&d, true, scratch, sizeof scratch), 0);
 	CHECK_EQ(d.n_mem, 1);
 	CHECK(!strcmp(d.mem[0], "/sys/fs/cgroup"));
+}
+
+/* The memory controller at its usual mount is found without mountinfo (here there is
+ * none: the search would fail if it read it); the hugetlb levels still read it. A
+ * mount that shows part of the hierarchy has no directory for the process's cgroup
+ * below it: mountinfo is read then, and says where its root is. */
+static void test_usual_place(void)
+{
+	struct sp_limit_dirs d;
+	setup(); /* v1, as on this machine */
+	fk_fs(V1, 0x27e0eb, 4096, 0);
+	fk_file("/proc/self/cgroup", "9:name=systemd:/\n4:memory:/jobs/a1\n0::/\n");
+	v1_level(V1 "/jobs/a1", 512 * MB, 400 * MB, 0, 0);
+	v1_level(V1 "/jobs", 9223372036854771712ull, 900 * MB, 0, 0);
+	CHECK_EQ(sp_limits_find(&d, false, scratch, sizeof scratch), 0);
+	CHECK_EQ(d.mem_version, 1);
+	CHECK_EQ(d.n_mem, 1);
+	CHECK(!strcmp(d.mem[0], V1 "/jobs/a1"));
+	CHECK_EQ(sp_limits_find(&d, true, scratch, sizeof scratch), -ENOENT);
+	fk_file("/proc/self/mountinfo", mounts_hybrid);
+	CHECK_EQ(sp_limits_find(&d, true, scratch, sizeof scratch), 0);
+	CHECK_EQ(d.n_mem, 1);
+	CHECK_EQ(d.huge_version, 2);
+	setup(); /* v2 */
+	fk_fs("/sys/fs/cgroup", 0x63677270, 4096, 0);
+	fk_file("/proc/self/cgroup", "0::/user.slice/app.service\n");
+	fk_file("/sys/fs/cgroup/user.slice/app.service/cgroup.controllers", "memory pids\n");
+	v2_level("/sys/fs/cgroup/user.slice/app.service", "max\n", "268435456\n", 200 * MB, 0, 0);
+	v2_level("/sys/fs/cgroup/user.slice", "max\n", "max\n", 600 * MB, 0, 0);
+	CHECK_EQ(sp_limits_find(&d, false, scratch, sizeof scratch), 0);
+	CHECK_EQ(d.mem_version, 2);
+	CHECK_EQ(d.n_mem, 1);
+	CHECK(!strcmp(d.mem[0], "/sys/fs/cgroup/user.slice/app.service"));
+	setup(); /* a container's mount of its own part of v2, no cgroup namespace */
+	fk_fs("/sys/fs/cgroup", 0x63677270, 4096, 0);
+	fk_file("/proc/self/cgroup", "0::/docker/4f1e\n");
+	fk_file("/sys/fs/cgroup/cgroup.controllers", "memory pids\n");
+	v2_level("/sys/fs/cgroup", "536870912\n", "max\n", 100 * MB, 0, 0);
+	CHECK_EQ(sp_limits_find(&d, false, scratch, sizeof scratch), -ENOENT);
+	fk_file("/proc/self/mountinfo",
+		"700 690 0:26 /docker/4f1e /sys/fs/cgroup ro,nosuid - cgroup2 cgroup rw\n");
+	CHECK_EQ(sp_limits_find(&d, false, scratch, sizeof scratch), 0);
+	CHECK_EQ(d.n_mem, 1);
+	CHECK(!strcmp(d.mem[0], "/sys/fs/cgroup"));
+	CHECK_EQ(fk_open_fds(), 0);
 }
 
 /* Mount points with escaped spaces, a line longer than the scratch (skipped), no
@@ -193,13 +240,13 @@ static void test_odd_files(void)
 	fk_file("/proc/self/mountinfo", text);
 	fk_file("/proc/self/cgroup", "0::/x");
 	v2_level("/cg two/x", "104857600\n", "max\n", 50 * MB, 0, 0);
-	CHECK_EQ(sp_limits_find(&d, scratch, sizeof scratch), 0);
+	CHECK_EQ(sp_limits_find(&d, true, scratch, sizeof scratch), 0);
 	CHECK_EQ(d.n_mem, 1);
 	CHECK(!strcmp(d.mem[0], "/cg two/x"));
 	sp_limits_memory(&d, &l, scratch, sizeof scratch);
 	CHECK_EQ(l.mem_room, 50 * MB);
 	setup();
-	CHECK(sp_limits_find(&d, scratch, sizeof scratch) < 0);
+	CHECK(sp_limits_find(&d, true, scratch, sizeof scratch) < 0);
 	CHECK_EQ(d.n_mem + d.n_huge + d.mem_version + d.huge_version, 0);
 	sp_limits_memory(&d, &l, scratch, sizeof scratch);
 	CHECK(l.mem_room == SP_LIMIT_NONE);
@@ -221,7 +268,9 @@ static void test_hugetlb(void)
 	fk_file(V2 "/sp-h/hugetlb.2MB.rsvd.current", "10485760\n");
 	fk_file(V2 "/sp-h/hugetlb.1GB.max", "max\n");
 	fk_file(V2 "/sp-h/hugetlb.1GB.current", "0\n");
-	CHECK_EQ(sp_limits_find(&d, scratch, sizeof scratch), 0);
+	CHECK_EQ(sp_limits_find(&d, false, scratch, sizeof scratch), 0);
+	CHECK_EQ(d.n_huge, 0); /* (not looked for) */
+	CHECK_EQ(sp_limits_find(&d, true, scratch, sizeof scratch), 0);
 	CHECK_EQ(d.n_mem, 0);
 	CHECK_EQ(d.n_huge, 1);
 	CHECK_EQ(sp_limits_hugetlb(&d, false, &limit, &usage), 32 * MB);
@@ -242,10 +291,40 @@ static void test_hugetlb(void)
 	fk_file("/sys/fs/cgroup/hugetlb/db/hugetlb.2MB.limit_in_bytes", "20971520\n");
 	fk_file("/sys/fs/cgroup/hugetlb/db/hugetlb.2MB.usage_in_bytes", "20971520\n");
 	fk_file("/sys/fs/cgroup/hugetlb/hugetlb.2MB.limit_in_bytes", "9223372036854771712\n");
-	CHECK_EQ(sp_limits_find(&d, scratch, sizeof scratch), 0);
+	CHECK_EQ(sp_limits_find(&d, true, scratch, sizeof scratch), 0);
 	CHECK_EQ(d.huge_version, 1);
 	CHECK_EQ(d.n_huge, 1);
 	CHECK_EQ(sp_limits_hugetlb(&d, false, NULL, NULL), 0);
+}
+
+/* The hugetlb levels are looked for when first asked: if the files were there at the
+ * start and are gone by then (the program went into a chroot), a limit cannot be
+ * ruled out, and the rungs have no room (a map is refused, not a SIGBUS later). In a
+ * child: the process's levels are found once. */
+static void test_huge_dirs_gone(void)
+{
+	struct sp_limit_dirs unknown = { .n_huge = -1 };
+	uint64_t limit;
+	CHECK_EQ(sp_limits_hugetlb(&unknown, false, &limit, NULL), 0);
+	CHECK_EQ(limit, 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setup();
+		fk_pool(SP_2M_SIZE, 16, 16);
+		fk_file("/proc/self/mountinfo", mounts_hybrid);
+		fk_file("/proc/self/cgroup", "4:memory:/\n0::/sp-h\n");
+		CHECK_EQ(sp_limit_dirs()->n_mem, 0);
+		fk_reset(); /* (the chroot: no /proc; the same kernel, still installed) */
+		fk_machine_default();
+		fk_pool(SP_2M_SIZE, 16, 16);
+		CHECK_EQ(sp_limit_dirs_huge()->n_huge, -1);
+		CHECK_EQ(sp_rung_room(SP_BACKING_2M, false), 0);
+		CHECK_EQ(sp_rung_cgroup_room(SP_BACKING_2M, SP_2M_SIZE), -EDQUOT);
+		_exit(check_fails_ ? 1 : 0);
+	}
+	int st = -1;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 static void test_rlimits(void)
@@ -264,7 +343,7 @@ static void test_rlimits(void)
 /* The rung service under a hugetlb limit of 8 MiB with 4 used: a map of 6 MiB is
  * refused before it is made, counted as cgroup_limit; one of 4 MiB is made and
  * faulted in at once. The process's limits are found once: this test is the only
- * one that asks for them (sp_limit_dirs). */
+ * one that asks for them in this process (sp_limit_dirs, sp_limit_dirs_huge). */
 static void test_rung_under_limit(void)
 {
 	void *p = NULL;
@@ -276,7 +355,8 @@ static void test_rung_under_limit(void)
 	fk_file("/proc/self/cgroup", "4:memory:/\n0::/sp-h\n");
 	fk_file(V2 "/sp-h/hugetlb.2MB.max", "8388608\n");
 	fk_file(V2 "/sp-h/hugetlb.2MB.current", "4194304\n");
-	CHECK_EQ(sp_limit_dirs()->n_huge, 1);
+	CHECK_EQ(sp_limit_dirs()->n_huge, 0); /* (the memory levels only) */
+	CHECK_EQ(sp_limit_dirs_huge()->n_huge, 1);
 	CHECK_EQ(sp_rung_room(SP_BACKING_2M, false), 2);
 	sp_falls_reset(SP_SITE_ALLOC);
 	CHECK_EQ(sp_rung_map(&ask, 6 * MB, 0, &p), SP_FALL_CGROUP);
@@ -307,8 +387,10 @@ int main(void)
 	RUN(test_v1_parent);
 	RUN(test_v2);
 	RUN(test_v2_container);
+	RUN(test_usual_place);
 	RUN(test_odd_files);
 	RUN(test_hugetlb);
+	RUN(test_huge_dirs_gone);
 	RUN(test_rlimits);
 	RUN(test_rung_under_limit);
 	fk_uninstall();

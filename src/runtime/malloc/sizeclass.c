@@ -35,14 +35,20 @@ void classes_init(void)
 		 * at most 1/128 over at its end, else the one that leaves least. */
 		size_t want = s * 8 > 16384 ? s * 8 : 16384;
 		size_t np = (want + PAGE_SIZE - 1) / PAGE_SIZE, best = np;
+		/* (The remainder kept from one span size to the next: this runs at every
+		 * program's start, and a division per step took most of it.) */
+		size_t step = PAGE_SIZE % s, rem = np * PAGE_SIZE % s, best_rem = rem;
 		for (size_t k = np; k <= 128; k++) {
 			size_t bytes = k * PAGE_SIZE;
-			if (bytes % s * 128 <= bytes) {
+			if (rem * 128 <= bytes) {
 				best = k;
 				break;
 			}
-			if ((bytes % s) * (best * PAGE_SIZE) < (best * PAGE_SIZE % s) * bytes)
+			if (rem * (best * PAGE_SIZE) < best_rem * bytes) {
 				best = k;
+				best_rem = rem;
+			}
+			rem = rem + step >= s ? rem + step - s : rem + step;
 		}
 		class_npages[c] = (unsigned char)best;
 		struct class_info *ci = &class_info[1 + c];

@@ -94,7 +94,7 @@ static bool chunk_room(size_t u)
 static size_t chunk_units(size_t n)
 {
 	size_t k = (size_t)(pg.st.units[SP_BACKING_2M] / CHUNK_SHARE);
-	if (k <= n || pg.tight || sp_limit_dirs()->n_huge)
+	if (k <= n || pg.tight || sp_limit_dirs_huge()->n_huge)
 		return n;
 	long room = sp_rung_room(SP_BACKING_2M, false);
 	if (room < (long)k)

@@ -50,7 +50,6 @@ static struct {
 	/* What was done near the limit: kept units given back, bytes of free pages
 	 * given back, units put on base pages that would have been THP. */
 	_Atomic uint64_t kept_given, free_given, base_units;
-	uint64_t hugetlb_limit[2];
 	struct sp_limits rl;         /* RLIMIT_AS, RLIMIT_DATA (read at start) */
 	char scratch[8192];          /* memory.stat, under busy */
 } lim;
@@ -246,14 +245,12 @@ void limits_fork_child(void)
 	atomic_store(&lim.at_ns, 0);
 }
 
-void limits_init(void)
+void limits_init(const struct sp_limits *rl)
 {
 	const struct sp_limit_dirs *d = sp_limit_dirs();
-	sp_limits_rlimits(&lim.rl);
+	lim.rl = *rl;
 	lim.version = d->mem_version;
 	lim.least_room = SP_LIMIT_NONE;
-	for (int g = 0; g < 2; g++)
-		sp_limits_hugetlb(d, g, &lim.hugetlb_limit[g], NULL);
 	if (!d->n_mem)
 		return;
 	lim.on = true;
@@ -276,8 +273,17 @@ void limits_stats(struct rt_stats *st)
 	st->limit_kept_given = atomic_load(&lim.kept_given);
 	st->limit_free_given = atomic_load(&lim.free_given);
 	st->limit_base_units = atomic_load(&lim.base_units);
-	for (int g = 0; g < 2; g++)
-		st->limit_hugetlb[g] = lim.hugetlb_limit[g] == SP_LIMIT_NONE ? 0 : lim.hugetlb_limit[g];
 	st->limit_as = lim.rl.as_limit == SP_LIMIT_NONE ? 0 : lim.rl.as_limit;
 	st->limit_data = lim.rl.data_limit == SP_LIMIT_NONE ? 0 : lim.rl.data_limit;
+}
+
+/* (The hugetlb cgroup's limits are read for the account only: not at each
+ * rt_stats_get, which the live report calls as the heap grows.) */
+void limits_hugetlb_stats(struct rt_stats *st)
+{
+	for (int g = 0; g < 2; g++) {
+		uint64_t limit;
+		sp_limits_hugetlb(sp_limit_dirs_huge(), g, &limit, NULL);
+		st->limit_hugetlb[g] = limit == SP_LIMIT_NONE ? 0 : limit;
+	}
 }

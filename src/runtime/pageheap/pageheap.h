@@ -240,6 +240,9 @@ pid_t pages_looks_pause(void);
 void pages_looks_resume(void);
 void pages_watch_forget(uintptr_t a, size_t len);
 void pages_stats(struct rt_stats *st);
+/* The hugetlb cgroup's limits into st, for the account (near_limit.c): they are read
+ * each time, and not by pages_stats. */
+void limits_hugetlb_stats(struct rt_stats *st);
 /* Counts a program's mmap served by mmap.c (large: aligned; else from units). */
 void pages_note_mmap(bool large);
 /* Counts (and says) a fall of mmap.c's, with the heap's. */

@@ -198,7 +198,7 @@ int pages_init(const struct sp_options *o)
 	for (int t = 0; t < NTIER; t++)
 		for (int b = 0; b < NBUCKET; b++)
 			pg.bucket_head[t][b] = NO_UNIT;
-	limits_init();
+	limits_init(&rl);
 	return 0;
 }
 

@@ -231,7 +231,8 @@ void release_units_locked(const struct release *rel);
 bool mapping_unit_freed(size_t u, struct release *rel);
 void release_emptied(size_t u, size_t n);
 /* near_limit.c */
-void limits_init(void);
+struct sp_limits;
+void limits_init(const struct sp_limits *rl);
 void limits_tick(void);
 bool limits_on(void);
 void limits_give_back(uintptr_t start, size_t npages);

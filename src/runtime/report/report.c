@@ -57,6 +57,7 @@ static void account_read(struct account *a)
 	if (rt_ready()) {
 		pack_stats(&a->st.packed, &a->st.packed_collapsed, &a->st.packed_refused);
 		fork_stats(&a->st);
+		limits_hugetlb_stats(&a->st);
 	}
 	rt_shm_stats_get(&a->shm);
 	rt_text_stats_get(&a->text);
