@@ -180,7 +180,7 @@ uint64_t run_watch_round(void);
  * reached, a line of JSON appended to file, or a line on stderr (file NULL). */
 void run_watch_accounts(int status, const char *file);
 
-/* superpage run under an explicit --backing 2m or 1g (run_falls.c): the program's
+/* superpage run under an explicit --backing 2m or 1g (run_falls_watcher.c): the program's
  * tree counts its falls in a page, said in one line once the program has ended.
  * run_say_falls says them on stderr unless the program (at its exit) or another
  * did. run_falls_watch makes the page, leaves a watcher (nobody's child) that holds

@@ -1,6 +1,6 @@
-/* run_falls.c - superpage run under an explicit --backing 2m or 1g: the falls of the
- * program's tree from the hugetlb pages asked for, said once in one line when the
- * program has ended. The program says it at its exit (the runtime, in order with
+/* run_falls_watcher.c - superpage run under an explicit --backing 2m or 1g: the
+ * falls of the program's tree from the hugetlb pages asked for, said once in one line
+ * when the program has ended. The program says it at its exit (the runtime, in order with
  * what it wrote); a program that cannot (killed, gone by _exit) has it said by a
  * watcher superpage run leaves behind, nobody's child, which holds the page the
  * tree counts its falls in: the program keeps superpage run's pid, and its stderr
