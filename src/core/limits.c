@@ -323,8 +323,9 @@ static void find_mem(void)
  * SIGBUS at the first touch of a page over the limit. */
 static void find_huge(void)
 {
-	bool could = sp_limit_dirs() && dirs.mem_found;
-	if (sp_limits_find(&dirs.huge, true, dirs.huge_scratch, sizeof dirs.huge_scratch) < 0 && could)
+	(void)sp_limit_dirs(); /* (the start's look, if none was made yet) */
+	if (sp_limits_find(&dirs.huge, true, dirs.huge_scratch, sizeof dirs.huge_scratch) < 0 &&
+	    dirs.mem_found)
 		dirs.huge.n_huge = -1;
 }
 

@@ -406,9 +406,7 @@ static int take_pages(size_t p, size_t np, enum tier t)
 	for (size_t i = u0; i < u1; i++) {
 		size_t from, to;
 		unit_part(p, np, i, &from, &to);
-		bits_set(pg.units[i].free, from, to - from, false);
-		set_nfree(&pg.units[i], pg.units[i].nfree - (to - from));
-		rebucket((int32_t)i);
+		unit_take(i, from, to - from);
 	}
 	return clean == SPAN_CLEAN_INNER ? SPAN_CLEAN : clean & SPAN_CLEAN_INNER ? clean : 0;
 }
@@ -467,10 +465,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		}
 	}
 	if (u != NO_UNIT) {
-		struct unit *x = &pg.units[u];
-		bits_set(x->free, at, npages, false);
-		set_nfree(x, x->nfree - npages);
-		rebucket(u);
+		unit_take((size_t)u, at, npages);
 		p = (size_t)u * PAGES_PER_UNIT + at;
 	} else if (across && (npages > PAGES_PER_UNIT || pg.cache_head == NO_UNIT)) {
 		/* (An empty unit kept resident holds a run of a unit or less at no cost,
@@ -482,9 +477,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		u = take_unit(t);
 		if (u == NO_UNIT)
 			goto fail;
-		bits_set(pg.units[u].free, 0, npages, false);
-		set_nfree(&pg.units[u], PAGES_PER_UNIT - npages);
-		rebucket(u);
+		unit_take((size_t)u, 0, npages);
 		p = (size_t)u * PAGES_PER_UNIT;
 	}
 placed:
@@ -516,19 +509,10 @@ fail:
 bool free_pages(size_t p0, size_t n, struct release *rel)
 {
 	size_t u = p0 / PAGES_PER_UNIT;
-	struct unit *x = &pg.units[u];
-	sp_assert(bits_next(x->free, p0 % PAGES_PER_UNIT, p0 % PAGES_PER_UNIT + n, true) ==
-		  p0 % PAGES_PER_UNIT + n); /* none of them free already */
-	bits_set(x->free, p0 % PAGES_PER_UNIT, n, true);
-	set_nfree(x, x->nfree + n);
-	if (x->mapping)
+	size_t nfree = unit_give(u, p0 % PAGES_PER_UNIT, n);
+	if (pg.units[u].mapping)
 		return mapping_unit_freed(u, rel);
-	if (x->nfree < PAGES_PER_UNIT) {
-		rebucket((int32_t)u);
-		return false;
-	}
-	heap_unit_gone(x);
-	return retire_units(u, 1, rel);
+	return nfree == PAGES_PER_UNIT && retire_units(u, 1, rel);
 }
 
 /* Pages [p, p+n) are free again, across units if need be; true (with rel filled) if
@@ -542,17 +526,11 @@ static bool free_run(size_t p, size_t n, struct release *rel)
 		return free_pages(p, n, rel);
 	size_t e0 = SIZE_MAX, e1 = 0; /* the emptied units: the run covered those between */
 	for (size_t u = u0; u < u1; u++) {
-		struct unit *x = &pg.units[u];
 		size_t from, to;
 		unit_part(p, n, u, &from, &to);
-		sp_assert(bits_next(x->free, from, to, true) == to);
-		bits_set(x->free, from, to - from, true);
-		set_nfree(x, x->nfree + (to - from));
-		if (x->nfree < PAGES_PER_UNIT) {
-			rebucket((int32_t)u);
+		sp_assert(!pg.units[u].mapping); /* (a program's mapping lies in one unit) */
+		if (unit_give(u, from, to - from) < PAGES_PER_UNIT)
 			continue;
-		}
-		heap_unit_gone(x);
 		if (e0 == SIZE_MAX)
 			e0 = u;
 		e1 = u + 1;

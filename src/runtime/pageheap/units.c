@@ -133,6 +133,34 @@ void set_nfree(struct unit *x, size_t n)
 	x->owner = (uint16_t)malloc_thread_slot();
 }
 
+/* Pages [at, at+n) of unit u change hands: its map of free pages, its count, the
+ * totals and its bucket in one call (a unit that holds a program's mapping has no
+ * bucket). Under the lock. */
+void unit_take(size_t u, size_t at, size_t n)
+{
+	struct unit *x = &pg.units[u];
+	sp_assert(bits_next(x->free, at, at + n, false) == at + n); /* all of them free */
+	bits_set(x->free, at, n, false);
+	set_nfree(x, x->nfree - n);
+	if (!x->mapping)
+		rebucket((int32_t)u);
+}
+
+/* ...and back: its free pages now. A unit of the heap's own that empties leaves the
+ * buckets and the heap (heap_unit_gone): its caller retires it. */
+size_t unit_give(size_t u, size_t at, size_t n)
+{
+	struct unit *x = &pg.units[u];
+	sp_assert(bits_next(x->free, at, at + n, true) == at + n); /* none of them free */
+	bits_set(x->free, at, n, true);
+	set_nfree(x, x->nfree + n);
+	if (!x->mapping && x->nfree < PAGES_PER_UNIT)
+		rebucket((int32_t)u);
+	else if (!x->mapping)
+		heap_unit_gone(x);
+	return x->nfree;
+}
+
 /* A HEAP unit of the heap's own is empty and leaves it. */
 void heap_unit_gone(struct unit *x)
 {

@@ -180,6 +180,8 @@ void count_units(enum sp_backing b, long n);
 void set_nfree(struct unit *x, size_t n);
 void heap_unit_gone(struct unit *x);
 void heap_unit_init(size_t u, enum sp_backing got, enum tier t);
+void unit_take(size_t u, size_t at, size_t n);
+size_t unit_give(size_t u, size_t at, size_t n);
 /* The tier whose units hold spans of this kind. */
 static inline enum tier tier_of(enum span_kind kind)
 {
