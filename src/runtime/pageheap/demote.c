@@ -156,8 +156,7 @@ static struct span *take_back(size_t p, size_t last, struct span **list)
 		s->foreign = true;
 		s->start = pg.base + (i << PAGE_SHIFT);
 		s->npages = e - i;
-		bits_set(pg.units[u].free, i % PAGES_PER_UNIT, e - i, false);
-		set_nfree(&pg.units[u], pg.units[u].nfree - (e - i));
+		unit_take(u, i % PAGES_PER_UNIT, e - i);
 		pages_map_all(s);
 		i = e;
 	}
@@ -176,8 +175,7 @@ static void untake(struct span *taken, size_t p, size_t last)
 		taken = s->next;
 		for (size_t i = p0; i < p0 + s->npages; i++)
 			map_set(i, NULL);
-		bits_set(pg.units[u].free, p0 % PAGES_PER_UNIT, s->npages, true);
-		set_nfree(&pg.units[u], pg.units[u].nfree + s->npages);
+		unit_give(u, p0 % PAGES_PER_UNIT, s->npages);
 		span_delete(s);
 	}
 	release_emptied(p / PAGES_PER_UNIT, (last - 1) / PAGES_PER_UNIT + 1 - p / PAGES_PER_UNIT);

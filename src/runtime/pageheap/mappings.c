@@ -310,9 +310,7 @@ bool pages_grow_mapping(uintptr_t end, size_t add)
 		/* These pages may have been the program's before (unmapped since): zero,
 		 * as new memory is. They are read-write: nothing but pages_demote's owners
 		 * change the protection of a mapping unit. */
-		struct unit *x = &pg.units[u];
-		bits_set(x->free, off, here, false);
-		set_nfree(x, x->nfree - here);
+		unit_take(u, off, here);
 		memset((void *)end, 0, here << PAGE_SHIFT);
 		for (size_t i = 0; i < here; i++)
 			map_set(lp + 1 + i, s);

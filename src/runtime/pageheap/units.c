@@ -154,10 +154,12 @@ size_t unit_give(size_t u, size_t at, size_t n)
 	sp_assert(bits_next(x->free, at, at + n, true) == at + n); /* none of them free */
 	bits_set(x->free, at, n, true);
 	set_nfree(x, x->nfree + n);
-	if (!x->mapping && x->nfree < PAGES_PER_UNIT)
-		rebucket((int32_t)u);
-	else if (!x->mapping)
-		heap_unit_gone(x);
+	if (!x->mapping) {
+		if (x->nfree < PAGES_PER_UNIT)
+			rebucket((int32_t)u);
+		else
+			heap_unit_gone(x);
+	}
 	return x->nfree;
 }
 
