@@ -5,6 +5,7 @@
  * caller likes, through the seam, into buffers of the caller's (the runtime reads them
  * inside malloc). */
 #include <errno.h>
+#include <linux/magic.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -234,9 +235,6 @@ static int levels(const struct hier *h, bool (*is_limited)(const char *dir, int 
 	return n;
 }
 
-#define CGROUP1_MAGIC 0x27e0ebL
-#define CGROUP2_MAGIC 0x63677270L
-
 /* Whether dir/file is there (the process's cgroup, seen through the mount at dir). */
 static bool has_file(const char *dir, const char *own, const char *file)
 {
@@ -262,12 +260,12 @@ static bool mem_at_usual_place(struct found *f)
 	const char *at = NULL;
 	if (h == &f->mem1) {
 		const char *v1_at = "/sys/fs/cgroup/memory";
-		if (sp_os->statfs(v1_at, &st) == 0 && st.f_type == CGROUP1_MAGIC &&
+		if (sp_os->statfs(v1_at, &st) == 0 && st.f_type == CGROUP_SUPER_MAGIC &&
 		    has_file(v1_at, h->own, "memory.limit_in_bytes"))
 			at = v1_at;
 	} else if (h->own[0]) {
 		for (size_t i = 0; !at && i < sizeof v2_at / sizeof *v2_at; i++)
-			if (sp_os->statfs(v2_at[i], &st) == 0 && st.f_type == CGROUP2_MAGIC &&
+			if (sp_os->statfs(v2_at[i], &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC &&
 			    has_file(v2_at[i], h->own, "cgroup.controllers"))
 				at = v2_at[i];
 	}

@@ -5,6 +5,7 @@
  * the rung service under a hugetlb limit: a map the limit cannot hold is refused as
  * cgroup_limit, one it can is faulted in at once (never a SIGBUS later). */
 #include <errno.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -187,7 +188,7 @@ static void test_usual_place(void)
 {
 	struct sp_limit_dirs d;
 	setup(); /* v1, as on this machine */
-	fk_fs(V1, 0x27e0eb, 4096, 0);
+	fk_fs(V1, CGROUP_SUPER_MAGIC, 4096, 0);
 	fk_file("/proc/self/cgroup", "9:name=systemd:/\n4:memory:/jobs/a1\n0::/\n");
 	v1_level(V1 "/jobs/a1", 512 * MB, 400 * MB, 0, 0);
 	v1_level(V1 "/jobs", 9223372036854771712ull, 900 * MB, 0, 0);
@@ -201,7 +202,7 @@ static void test_usual_place(void)
 	CHECK_EQ(d.n_mem, 1);
 	CHECK_EQ(d.huge_version, 2);
 	setup(); /* v2 */
-	fk_fs("/sys/fs/cgroup", 0x63677270, 4096, 0);
+	fk_fs("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC, 4096, 0);
 	fk_file("/proc/self/cgroup", "0::/user.slice/app.service\n");
 	fk_file("/sys/fs/cgroup/user.slice/app.service/cgroup.controllers", "memory pids\n");
 	v2_level("/sys/fs/cgroup/user.slice/app.service", "max\n", "268435456\n", 200 * MB, 0, 0);
@@ -211,7 +212,7 @@ static void test_usual_place(void)
 	CHECK_EQ(d.n_mem, 1);
 	CHECK(!strcmp(d.mem[0], "/sys/fs/cgroup/user.slice/app.service"));
 	setup(); /* a container's mount of its own part of v2, no cgroup namespace */
-	fk_fs("/sys/fs/cgroup", 0x63677270, 4096, 0);
+	fk_fs("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC, 4096, 0);
 	fk_file("/proc/self/cgroup", "0::/docker/4f1e\n");
 	fk_file("/sys/fs/cgroup/cgroup.controllers", "memory pids\n");
 	v2_level("/sys/fs/cgroup", "536870912\n", "max\n", 100 * MB, 0, 0);
