@@ -91,6 +91,18 @@ static bool intact(const struct blk *b, size_t len)
 	return len < b->len || b->p[b->len - 1] == b->tag;
 }
 
+/* Memory the heap says reads as zero (a span's clean, a fitted block past its dirty
+ * bytes) does: zero_unknown zeroes the rest, as calloc does, and then all of it must
+ * read zero, the marks of the blocks that had these pages before included. */
+static bool zero_as_said(unsigned char *p, size_t len, unsigned clean)
+{
+	zero_unknown(clean, p, len);
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
 static size_t span_bytes(const struct span *s)
 {
 	return s->npages * PAGE_SIZE;
@@ -114,6 +126,8 @@ static void put_span(struct blk *b, struct span *s, unsigned tag, unsigned op)
 		return;
 	did[op]++;
 	*b = (struct blk){ SPAN, s, (unsigned char *)s->start, span_bytes(s), (unsigned char)(tag | 1) };
+	if (!zero_as_said(b->p, b->len, s->clean))
+		bad_why = "memory said to be clean was not zero";
 	mark(b);
 }
 
@@ -158,6 +172,9 @@ static void one_op(unsigned op, struct blk *b, struct input *in)
 				bad_why = "a block's bytes changed";
 			else if (pages_resize_run(b->s, np)) {
 				did[op]++;
+				if (span_bytes(b->s) > b->len &&
+				    !zero_as_said(b->p + b->len, span_bytes(b->s) - b->len, b->s->clean))
+					bad_why = "memory said to be clean was not zero";
 				b->len = span_bytes(b->s);
 				mark(b);
 			}
@@ -179,11 +196,13 @@ static void one_op(unsigned op, struct blk *b, struct input *in)
 		break;
 	case 5: /* a fitted block from arena y % FIT_ARENAS */
 		if (b->kind == EMPTY) {
-			size_t fresh;
+			size_t fresh, dirty;
 			size = FIT_MIN + 1 + x % (FIT_MAX - FIT_MIN - 1);
-			unsigned char *p = fit_alloc(size, y % FIT_ARENAS, &fresh);
+			unsigned char *p = fit_alloc(size, y % FIT_ARENAS, &fresh, &dirty);
 			if (p) {
 				did[op]++;
+				if (!zero_as_said(p + dirty, fresh - dirty, SPAN_CLEAN))
+					bad_why = "a fitted block's clean bytes were not zero";
 				*b = (struct blk){ FITTED, NULL, p, size, (unsigned char)(y | 1) };
 				mark(b);
 			}

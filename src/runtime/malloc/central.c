@@ -403,7 +403,8 @@ static void *span_next(const struct span *s, void *o)
 
 /* Moves up to n - *got objects of span s into out[*got..n) (free ones first, then
  * never used ones), counting them in s->used and *got. A never used one's second
- * word is cleared: on pages used before, it may hold an old free mark (malloc.h). */
+ * word is cleared: on pages used before, it may hold an old free mark (malloc.h);
+ * on a span of memory never given out it is zero, and its page stays untouched. */
 static void take_from(struct span *s, size_t size, unsigned n, void **out, unsigned *got)
 {
 	while (*got < n && s->freelist) {
@@ -415,7 +416,9 @@ static void take_from(struct span *s, size_t size, unsigned n, void **out, unsig
 	while (*got < n && s->bump < s->end) {
 		void *o = (void *)s->bump;
 		s->bump += size;
-		((uintptr_t *)o)[1] = 0;
+		if (s->clean != SPAN_CLEAN)
+			((uintptr_t *)o)[1] = 0;
+		sp_assert(s->clean != SPAN_CLEAN || mem_is_zero(o, size));
 		out[(*got)++] = o;
 		s->used++;
 	}

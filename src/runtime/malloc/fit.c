@@ -59,11 +59,16 @@ static struct fit_node *find(struct fit_arena *a, uint64_t g)
 }
 
 /* Free block x, out of its bin, is used for g grains; the rest stays free. The
- * grains used. */
-static uint64_t take(struct fit_arena *a, struct fit_node *x, uint64_t g)
+ * grains used; *dirty: the bytes at its start that may not be zero (the rest never
+ * was given out). */
+static uint64_t take(struct fit_arena *a, struct fit_node *x, uint64_t g, size_t *dirty)
 {
 	struct fit_chunk *c = x->c;
 	uint64_t at = x->g, n = x->grains;
+	uint64_t clean = c->clean_from > at ? c->clean_from : at;
+	*dirty = (size_t)((clean < at + g ? clean : at + g) - at) << GRAIN_SHIFT;
+	if (c->clean_from < at + g)
+		c->clean_from = (uint32_t)(at + g);
 	if (c == a->kept_empty)
 		a->kept_empty = NULL;
 	if (n > g)
@@ -104,6 +109,8 @@ static bool put_back(struct fit_arena *a, struct fit_chunk *c, uint64_t g, uint6
 	    pages_resize_run(c->span, keep)) {
 		count_add(&a->chunk_grains, keep * GRAINS_PER_PAGE - c->top);
 		c->top = (uint32_t)(keep * GRAINS_PER_PAGE);
+		if (c->clean_from > c->top)
+			c->clean_from = c->top;
 		n = c->top - g;
 	}
 	bin_put(a, c, x, g, n);
@@ -208,7 +215,7 @@ void *fit_cached(size_t size)
 	return p;
 }
 
-void *fit_alloc(size_t size, unsigned slot, size_t *fresh)
+void *fit_alloc(size_t size, unsigned slot, size_t *fresh, size_t *dirty)
 {
 	uint64_t g = (size + GRAIN - 1) >> GRAIN_SHIFT;
 	struct fit_arena *a = &fit_arenas[slot % FIT_ARENAS];
@@ -219,10 +226,11 @@ void *fit_alloc(size_t size, unsigned slot, size_t *fresh)
 		x = find(a, g);
 	if (x) {
 		p = (void *)(x->c->span->start + ((uintptr_t)x->g << GRAIN_SHIFT));
-		*fresh = take(a, x, g) << GRAIN_SHIFT;
+		*fresh = take(a, x, g, dirty) << GRAIN_SHIFT;
 	}
 	pthread_mutex_unlock(&a->lock);
-	if (p) /* (the pages may have held a freed object's key) */
+	sp_assert(!p || mem_is_zero((char *)p + *dirty, *fresh - *dirty));
+	if (p && *dirty) /* (the pages may have held a freed object's key) */
 		((uintptr_t *)p)[1] = 0;
 	return p;
 }
@@ -365,7 +373,8 @@ bool fit_resize(struct span *s, void *p, size_t size, size_t *now)
 			x->g = (uint32_t)g;
 			x->grains += (uint32_t)n;
 			c->used -= (uint32_t)n;
-			n = take(a, x, room < x->grains ? room : x->grains);
+			size_t dirty; /* (realloc copies, and zeroes nothing) */
+			n = take(a, x, room < x->grains ? room : x->grains, &dirty);
 		}
 	}
 	pthread_mutex_unlock(&a->lock);

@@ -44,6 +44,8 @@ struct fit_chunk {
 	struct fit_chunk *prev, *next;  /* the arena's chunks (spare metadata: next) */
 	uint32_t top;                   /* grains: the chunk's pages times 64 */
 	uint32_t used;                  /* grains of the blocks in use */
+	uint32_t clean_from;            /* its grains from this one on (to top) were never
+	                                   given out, and read as zero (calloc) */
 	uint64_t used_at[FIT_CHUNK_PAGES];      /* used_word() of the block, or 0 */
 	struct fit_node *free_at[FIT_CHUNK_PAGES];
 	struct fit_node *end_at[FIT_CHUNK_PAGES];

@@ -68,6 +68,8 @@ static void set_end(struct fit_arena *a, struct fit_chunk *c, struct fit_node *x
 	uint64_t top = pages * GRAINS_PER_PAGE;
 	count_add(&a->chunk_grains, top - c->top);
 	c->top = (uint32_t)top;
+	if (c->clean_from > top)
+		c->clean_from = (uint32_t)top;
 	bin_put(a, c, x, from, top - from);
 }
 
@@ -99,6 +101,8 @@ bool fit_grow_chunk(struct fit_arena *a, struct fit_chunk *c, uint64_t g)
 	}
 	if (!fresh)
 		bin_take(a, x);
+	if (c->span->clean != SPAN_CLEAN) /* (else the clean grains go on to the end) */
+		c->clean_from = (uint32_t)(pages * GRAINS_PER_PAGE);
 	set_end(a, c, x, from, pages);
 	return true;
 }
@@ -127,6 +131,7 @@ bool fit_grow(struct fit_arena *a, uint64_t g)
 	c->arena = a;
 	c->top = 0;
 	c->used = 0;
+	c->clean_from = s->clean == SPAN_CLEAN ? 0 : (uint32_t)(pages * GRAINS_PER_PAGE);
 	c->prev = NULL;
 	c->next = a->chunks;
 	if (a->chunks)
@@ -213,6 +218,8 @@ static const char *chunk_check(const struct fit_arena *a, const struct fit_chunk
 		return "a page names a block that is not there";
 	if (used != c->used)
 		return "a chunk's count of grains in use is wrong";
+	if (c->clean_from > c->top)
+		return "a chunk's clean grains run past its end";
 	if (used == 0 && c != a->kept_empty)
 		return "an empty chunk is not the one kept";
 	return NULL;

@@ -475,23 +475,31 @@ static void *big_alloc(size_t size, size_t align, uint8_t *clean, bool whole)
 }
 
 /* A block above FIT_MIN and below FIT_MAX, fitted to 64 bytes (fit.c), from the
- * arena of the thread's slot (its cache had none). */
-static void *fit_arena_block(size_t size)
+ * arena of the thread's slot (its cache had none); zeroed if zero, where it may not
+ * read as zero already (a calloc of memory never given out touches none of it). */
+static void *fit_arena_block(size_t size, bool zero)
 {
-	size_t fresh;
+	size_t fresh, dirty;
 	struct tcache *t = tc_get();
-	void *p = fit_alloc(size, t && t->owner ? t->owner - 1 : 0, &fresh);
-	if (p)
+	void *p = fit_alloc(size, t && t->owner ? t->owner - 1 : 0, &fresh, &dirty);
+	if (p) {
 		count_call(t, true, (int64_t)fresh);
+		if (zero)
+			memset(p, 0, dirty < size ? dirty : size);
+	}
 	return p;
 }
 
-/* A fitted block from the thread's cache, else from the arena. */
-static void *fit_block(size_t size)
+/* A fitted block from the thread's cache, else from the arena; with clean (calloc),
+ * one from the arena comes zeroed, and *clean says so. */
+static void *fit_block(size_t size, uint8_t *clean)
 {
 	void *p = fit_cached(size);
-	if (!p)
-		return fit_arena_block(size);
+	if (!p) {
+		if ((p = fit_arena_block(size, clean != NULL)) && clean)
+			*clean = SPAN_CLEAN;
+		return p;
+	}
 	count_call(tc_get(), true, 0);
 	return p;
 }
@@ -507,7 +515,7 @@ static void *alloc(size_t size, uint8_t *clean)
 	if (size <= FIT_MIN)
 		return small_alloc(class_of(size ? size : 1));
 	if (size < FIT_MAX)
-		return fit_block(size);
+		return fit_block(size, clean);
 	return big_alloc(size, PAGE_SIZE, clean, false);
 }
 
@@ -521,7 +529,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t size)
 			tc.d_mallocs++;
 			return p;
 		}
-		p = fit_arena_block(size);
+		p = fit_arena_block(size, false);
 	} else {
 		p = alloc(size, NULL);
 	}
@@ -792,7 +800,7 @@ void *rt_memalign(size_t align, size_t size)
 	if (rt_check)
 		p = check_alloc(size, align, false);
 	else if (align <= 64 && fit_size(size))
-		p = fit_block(size); /* (blocks are fitted to 64 bytes) */
+		p = fit_block(size, NULL); /* (blocks are fitted to 64 bytes) */
 	else if (size <= SMALL_MAX && align <= PAGE_SIZE && (c = aligned_class(size, align)) < NCLASS)
 		p = small_alloc(c);
 	else
@@ -812,7 +820,7 @@ void *heap_take(size_t size, size_t align, size_t *usable, bool *clean, bool *sm
 	if (align < MIN_ALIGN)
 		align = MIN_ALIGN;
 	if (align <= 64 && fit_size(size)) {
-		if ((p = fit_arena_block(size)))
+		if ((p = fit_arena_block(size, false)))
 			*usable = fit_usable(span_at((uintptr_t)p), p, "malloc");
 	} else if (size <= SMALL_MAX && align <= PAGE_SIZE && (c = aligned_class(size, align)) < NCLASS) {
 		struct tcache *t = tc_get();

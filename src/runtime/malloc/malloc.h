@@ -203,8 +203,9 @@ void fit_init(void);
  * the cache holds none that fits. */
 void *fit_cached(size_t size);
 /* A block of size bytes (fit_size) from the arena of thread slot `slot`; *fresh: the
- * bytes it took out of the arena. NULL if out of memory. */
-void *fit_alloc(size_t size, unsigned slot, size_t *fresh);
+ * bytes it took out of the arena; *dirty: the bytes at its start that may not be
+ * zero (the rest is memory never given out). NULL if out of memory. */
+void *fit_alloc(size_t size, unsigned slot, size_t *fresh, size_t *dirty);
 /* Frees p of the chunk span s (aborts if p is not a block in use) into the thread's
  * cache, or back to its arena: the bytes given back to the arena. */
 size_t fit_free(struct span *s, void *p);

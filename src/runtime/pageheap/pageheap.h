@@ -45,10 +45,12 @@ struct span {
 	uint32_t magic;
 	uint8_t kind;
 	uint8_t cls;           /* SPAN_SMALL */
-	uint8_t clean;         /* SPAN_CLEAN: memory known to be zero (fresh from the
-	                          kernel); SPAN_CLEAN_INNER: but for the unit at its
-	                          start (SPAN_DIRTY_HEAD) or its end (SPAN_DIRTY_TAIL) (a
-	                          run begun or ended in a unit in use); 0: not known
+	uint8_t clean;         /* of the pages it got last (when made, or grown by
+	                          pages_resize_run): SPAN_CLEAN: memory known to be
+	                          zero (not given out since the kernel gave it);
+	                          SPAN_CLEAN_INNER: but for the unit at its start
+	                          (SPAN_DIRTY_HEAD) or its end (SPAN_DIRTY_TAIL) (a run
+	                          begun or ended in a unit in use); 0: not known
 	                          (zero_unknown) */
 	uint8_t first;         /* SPAN_SMALL: the index its first page has in the page
 	                          info (nonzero: one of a thread's first, short spans
@@ -90,6 +92,16 @@ static inline void zero_unknown(unsigned clean, void *p, size_t len)
 		memset((void *)tail, 0, e - tail);
 }
 
+/* Whether [p, p+len) reads as zero (DEBUG's check of memory said to be). */
+static inline bool mem_is_zero(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < len; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
 /* Every page of these spans maps to them (of others, the first page). */
 static inline bool span_maps_all(unsigned kind)
 {
@@ -111,7 +123,8 @@ struct span *pages_alloc_large(size_t size, size_t align);
 void pages_free(struct span *s);
 /* Resizes a MEDIUM or FIT span in place to npages: shrinking gives the tail back;
  * growing (a MEDIUM span up to 1 MiB, a FIT one up to FIT_CHUNK_PAGES) takes the free
- * pages that follow it, across units; false if they are not free. */
+ * pages that follow it, across units (its clean then says theirs); false if they are
+ * not free. */
 bool pages_resize_run(struct span *s, size_t npages);
 /* True if a block of size bytes aligned to align is a MEDIUM run of pages (up to
  * 1 MiB; up to 128 MiB where whole units would round it up by more than 1/64),

@@ -361,21 +361,17 @@ bool take_kept(size_t u, size_t n)
 
 /* Units [u0, u1) that a run of tier t at pages [p, p+np) covers: the FREE ones join
  * the page heap in that tier (growing the range where they lie past its frontier), and
- * the run's pages are taken. Returns what of the run is memory the kernel has not
- * given yet, as a span's clean (pageheap.h): SPAN_CLEAN (all of it), SPAN_CLEAN_INNER
- * with the ends that may not be, or 0; -1 if the range cannot grow. Under the lock. */
+ * the run's pages are taken. Returns what of the run is memory not given out since
+ * the kernel gave it (unit_take), as a span's clean (pageheap.h): SPAN_CLEAN (all of
+ * it), SPAN_CLEAN_INNER with the ends that may not be, or 0; -1 if the range cannot
+ * grow. Under the lock. */
 static int take_pages(size_t p, size_t np, enum tier t)
 {
 	size_t u0 = p / PAGES_PER_UNIT, u1 = (p + np - 1) / PAGES_PER_UNIT + 1;
 	if (u1 > pg.frontier && range_grow(u1) < 0)
 		return -1;
-	int clean = SPAN_CLEAN_INNER;
-	/* (Unit i may hold pages used before.) */
-#define DIRTY(i) (clean = (i) == u0 ? clean | SPAN_DIRTY_HEAD : (i) == u1 - 1 ? clean | SPAN_DIRTY_TAIL \
-							 : clean & ~SPAN_CLEAN_INNER)
 	for (size_t i = u0; i < u1;) {
-		if (!bit(pg.freebits, i)) {
-			DIRTY(i); /* a HEAP unit's free pages: they may have been used */
+		if (!bit(pg.freebits, i)) { /* a HEAP unit's free pages */
 			i++;
 			continue;
 		}
@@ -385,28 +381,27 @@ static int take_pages(size_t p, size_t np, enum tier t)
 			bits_set(pg.freebits, i, 1, false);
 			heap_unit_init(i, is_hugetlb(pg.units[i].backing) || pg.units[i].huge
 						  ? (enum sp_backing)pg.units[i].backing : back_units(i, 1), t);
-			DIRTY(i);
 			i++;
 			continue;
 		}
 		size_t e = i;
-		for (; e < u1 && bit(pg.freebits, e) && !pg.units[e].in_cache; e++)
-			if (pg.units[e].resident)
-				DIRTY(e);
+		while (e < u1 && bit(pg.freebits, e) && !pg.units[e].in_cache)
+			e++;
 		bits_set(pg.freebits, i, e - i, false);
-		if (take_kept(i, e - i))
-			clean = 0;
+		take_kept(i, e - i); /* (a unit moved in is resident: not clean) */
 		enum sp_backing got;
 		size_t h = back_units_most(i, e - i, &got);
 		for (size_t k = i; k < e; k++)
 			heap_unit_init(k, k < i + h ? SP_BACKING_2M : got, t);
 		i = e;
 	}
-#undef DIRTY
+	int clean = SPAN_CLEAN_INNER;
 	for (size_t i = u0; i < u1; i++) {
 		size_t from, to;
 		unit_part(p, np, i, &from, &to);
-		unit_take(i, from, to - from);
+		if (!unit_take(i, from, to - from)) /* (unit i's part may hold what it held) */
+			clean = i == u0 ? clean | SPAN_DIRTY_HEAD : i == u1 - 1 ? clean | SPAN_DIRTY_TAIL
+									: clean & ~SPAN_CLEAN_INNER;
 	}
 	return clean == SPAN_CLEAN_INNER ? SPAN_CLEAN : clean & SPAN_CLEAN_INNER ? clean : 0;
 }
@@ -465,7 +460,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		}
 	}
 	if (u != NO_UNIT) {
-		unit_take((size_t)u, at, npages);
+		clean = unit_take((size_t)u, at, npages) ? SPAN_CLEAN : 0;
 		p = (size_t)u * PAGES_PER_UNIT + at;
 	} else if (across && (npages > PAGES_PER_UNIT || pg.cache_head == NO_UNIT)) {
 		/* (An empty unit kept resident holds a run of a unit or less at no cost,
@@ -477,7 +472,7 @@ struct span *pages_alloc_run(size_t npages, size_t align, enum span_kind kind)
 		u = take_unit(t);
 		if (u == NO_UNIT)
 			goto fail;
-		unit_take((size_t)u, 0, npages);
+		clean = unit_take((size_t)u, 0, npages) ? SPAN_CLEAN : 0;
 		p = (size_t)u * PAGES_PER_UNIT;
 	}
 placed:
@@ -636,6 +631,7 @@ bool pages_resize_run(struct span *s, size_t npages)
 			for (size_t i = 0; i < n; i++)
 				map_set(p + i, s);
 		units_settle(p, n, clean == SPAN_CLEAN, &d);
+		s->clean = (uint8_t)clean; /* (of the pages it got last) */
 	}
 	s->npages = npages;
 	pthread_mutex_unlock(&pg.lock);

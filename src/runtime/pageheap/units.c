@@ -135,8 +135,9 @@ void set_nfree(struct unit *x, size_t n)
 
 /* Pages [at, at+n) of unit u change hands: its map of free pages, its count, the
  * totals and its bucket in one call (a unit that holds a program's mapping has no
- * bucket). Under the lock. */
-void unit_take(size_t u, size_t at, size_t n)
+ * bucket). Whether they read as zero (never given out since the unit was new). Under
+ * the lock. */
+bool unit_take(size_t u, size_t at, size_t n)
 {
 	struct unit *x = &pg.units[u];
 	sp_assert(bits_next(x->free, at, at + n, false) == at + n); /* all of them free */
@@ -144,6 +145,10 @@ void unit_take(size_t u, size_t at, size_t n)
 	set_nfree(x, x->nfree - n);
 	if (!x->mapping)
 		rebucket((int32_t)u);
+	bool clean = at >= x->clean_from;
+	if (at + n > x->clean_from)
+		x->clean_from = (uint16_t)(at + n);
+	return clean;
 }
 
 /* ...and back: its free pages now. A unit of the heap's own that empties leaves the
@@ -173,13 +178,15 @@ void heap_unit_gone(struct unit *x)
 	pg.heap_units--;
 }
 
-/* FREE unit u joins the page heap, empty, with the backing it got, for runs of tier t. */
+/* FREE unit u joins the page heap, empty, with the backing it got, for runs of tier t;
+ * its pages read as zero if it was not resident. */
 void heap_unit_init(size_t u, enum sp_backing got, enum tier t)
 {
 	struct unit *x = &pg.units[u];
 	x->state = U_HEAP;
 	x->tier = (uint8_t)t;
 	x->backing = (uint8_t)got;
+	x->clean_from = x->resident ? PAGES_PER_UNIT : 0;
 	x->resident = 1;
 	x->nfree = PAGES_PER_UNIT;
 	pg.unit_free_pages += PAGES_PER_UNIT;

@@ -49,6 +49,9 @@ struct dense { size_t n, u[DENSE_MAX]; };
 struct unit {
 	uint64_t free[PAGES_PER_UNIT / 64]; /* HEAP: 1 = free page */
 	uint16_t nfree, longest;
+	uint16_t clean_from;                /* HEAP: its pages from this one on have not
+	                                       been given out since it joined the heap
+	                                       not resident: they read as zero */
 	uint8_t state, backing, bucket;
 	uint8_t resident;                   /* may hold pages (touched since released) */
 	uint8_t in_cache;                   /* FREE, resident, in the empty-unit cache */
@@ -180,7 +183,7 @@ void count_units(enum sp_backing b, long n);
 void set_nfree(struct unit *x, size_t n);
 void heap_unit_gone(struct unit *x);
 void heap_unit_init(size_t u, enum sp_backing got, enum tier t);
-void unit_take(size_t u, size_t at, size_t n);
+bool unit_take(size_t u, size_t at, size_t n);
 size_t unit_give(size_t u, size_t at, size_t n);
 /* The tier whose units hold spans of this kind. */
 static inline enum tier tier_of(enum span_kind kind)
