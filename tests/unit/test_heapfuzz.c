@@ -97,10 +97,7 @@ static bool intact(const struct blk *b, size_t len)
 static bool zero_as_said(unsigned char *p, size_t len, unsigned clean)
 {
 	zero_unknown(clean, p, len);
-	for (size_t i = 0; i < len; i++)
-		if (p[i])
-			return false;
-	return true;
+	return mem_is_zero(p, len);
 }
 
 static size_t span_bytes(const struct span *s)

@@ -106,14 +106,10 @@ static bool put_back(struct fit_arena *a, struct fit_chunk *c, uint64_t g, uint6
 	}
 	size_t keep = (size_t)((g + GRAINS_PER_PAGE - 1) / GRAINS_PER_PAGE) + CHUNK_STEP;
 	if (g + n == c->top && c->top / GRAINS_PER_PAGE >= keep + TAIL_GIVE - CHUNK_STEP &&
-	    pages_resize_run(c->span, keep)) {
-		count_add(&a->chunk_grains, keep * GRAINS_PER_PAGE - c->top);
-		c->top = (uint32_t)(keep * GRAINS_PER_PAGE);
-		if (c->clean_from > c->top)
-			c->clean_from = c->top;
-		n = c->top - g;
-	}
-	bin_put(a, c, x, g, n);
+	    pages_resize_run(c->span, keep))
+		fit_set_end(a, c, x, g, keep);
+	else
+		bin_put(a, c, x, g, n);
 	return true;
 }
 

@@ -169,6 +169,11 @@ bool fit_grow(struct fit_arena *a, uint64_t g);
 /* (c grows in place to hold a block of g grains at its end; false if the pages after
  * it are not free.) */
 bool fit_grow_chunk(struct fit_arena *a, struct fit_chunk *c, uint64_t g);
+/* The chunk's end moves to `pages` pages (its span already has them, or has given the
+ * rest back): its free tail, from grain from, reaches the new end as node x (the
+ * tail's node, out of its bin, or a new one). */
+void fit_set_end(struct fit_arena *a, struct fit_chunk *c, struct fit_node *x, uint64_t from,
+		 size_t pages);
 void fit_chunk_emptied(struct fit_arena *a, struct fit_chunk *c, struct fit_node *x);
 void fit_meta_lock(void);
 void fit_meta_unlock(void);

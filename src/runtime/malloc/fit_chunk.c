@@ -59,11 +59,8 @@ static void meta_put(struct fit_chunk *c)
 	pthread_mutex_unlock(&meta_lock);
 }
 
-/* The chunk's end moves to `pages` pages (its span already has them): its free tail,
- * from grain from, reaches the new end as node x (the tail's node, taken out of its
- * bin, or a new one). */
-static void set_end(struct fit_arena *a, struct fit_chunk *c, struct fit_node *x, uint64_t from,
-		    size_t pages)
+void fit_set_end(struct fit_arena *a, struct fit_chunk *c, struct fit_node *x, uint64_t from,
+		 size_t pages)
 {
 	uint64_t top = pages * GRAINS_PER_PAGE;
 	count_add(&a->chunk_grains, top - c->top);
@@ -103,7 +100,7 @@ bool fit_grow_chunk(struct fit_arena *a, struct fit_chunk *c, uint64_t g)
 		bin_take(a, x);
 	if (c->span->clean != SPAN_CLEAN) /* (else the clean grains go on to the end) */
 		c->clean_from = (uint32_t)(pages * GRAINS_PER_PAGE);
-	set_end(a, c, x, from, pages);
+	fit_set_end(a, c, x, from, pages);
 	return true;
 }
 
@@ -138,7 +135,7 @@ bool fit_grow(struct fit_arena *a, uint64_t g)
 		a->chunks->prev = c;
 	a->chunks = c;
 	__atomic_store_n(&s->fit, c, __ATOMIC_RELEASE);
-	set_end(a, c, x, 0, pages);
+	fit_set_end(a, c, x, 0, pages);
 	a->growing = c;
 	return true;
 }
@@ -153,7 +150,7 @@ void fit_chunk_emptied(struct fit_arena *a, struct fit_chunk *c, struct fit_node
 		if (pages > CHUNK_STEP && pages_resize_run(c->span, CHUNK_STEP))
 			pages = CHUNK_STEP;
 		a->kept_empty = c;
-		set_end(a, c, x, 0, pages);
+		fit_set_end(a, c, x, 0, pages);
 		return;
 	}
 	node_del(a, x);

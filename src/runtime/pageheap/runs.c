@@ -316,15 +316,15 @@ static size_t best_hole(size_t np, enum tier t, bool *foreign_out)
  * (the sweep's mixed heap ended with 9 kept units, 18 MiB of its 310). Under
  * bench/kernels/malloc realloc with 2 threads, giving them back made the blocks of
  * 2-6 MiB fault in 23 units in 0.5 s, and zeroing their huge pages took 12% of its
- * time. This thread's kept units go first (unit_foreign). Returns whether a unit was
- * moved. Under the lock. */
-bool take_kept(size_t u, size_t n)
+ * time. This thread's kept units go first (unit_foreign); a unit moved in is resident.
+ * Under the lock. */
+void take_kept(size_t u, size_t n)
 {
 	static bool refused; /* (a kernel without MREMAP_DONTUNMAP: before 5.7) */
-	bool moved = false, hugetlb = pg.policy == SP_BACKING_2M || pg.policy == SP_BACKING_1G;
+	bool hugetlb = pg.policy == SP_BACKING_2M || pg.policy == SP_BACKING_1G;
 	unsigned me = malloc_thread_slot();
 	if (hugetlb)
-		return false;
+		return;
 	for (size_t i = u; i < u + n; i++) {
 		int32_t c = pg.cache_tail;
 		while (c != NO_UNIT && unit_foreign((size_t)c, me))
@@ -354,9 +354,7 @@ bool take_kept(size_t u, size_t n)
 		pg.units[i].resident = 1;
 		pg.units[i].huge = pg.units[c].huge; /* (the move takes its advice along) */
 		pg.st.reused++;
-		moved = true;
 	}
-	return moved;
 }
 
 /* Units [u0, u1) that a run of tier t at pages [p, p+np) covers: the FREE ones join

@@ -225,7 +225,7 @@ void spans_delete(struct span *list);
 struct span *spans_new(size_t n);
 /* runs.c */
 size_t fresh_units(size_t u, size_t n);
-bool take_kept(size_t u, size_t n);
+void take_kept(size_t u, size_t n);
 bool free_pages(size_t p0, size_t n, struct release *rel);
 /* release.c */
 bool retire_units(size_t u, size_t n, struct release *rel);
